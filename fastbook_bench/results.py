@@ -182,7 +182,7 @@ def plot_metric(summary:list[dict], # rows with method, chunk_size, the metric a
     ax.set_ylabel(metric); ax.set_ylim(0, 1); ax.legend(fontsize=8); fig.tight_layout()
     return fig
 
-# %% ../nbs/05_results.ipynb #f7ffd117
+# %% ../nbs/05_results.ipynb #fa1e2445
 def plot_by_chunk_size(summary:list[dict], metric:str='mrr_at_10'):
     "`metric` against the chunk size, one line per method, with 95 % interval bars."
     import matplotlib.pyplot as plt
@@ -191,7 +191,9 @@ def plot_by_chunk_size(summary:list[dict], metric:str='mrr_at_10'):
         rs = sorted((r for r in summary if r['method'] == m), key=lambda r: r['chunk_size'])
         ax.errorbar([r['chunk_size'] for r in rs], [r[metric] for r in rs], capsize=3, marker='o', label=m,
                     yerr=[[r[metric] - r[metric + '_lo'] for r in rs], [r[metric + '_hi'] - r[metric] for r in rs]])
-    ax.set_xscale('log'); ax.set_xlabel('chunk size (tokens)'); ax.set_ylabel(metric); ax.legend(fontsize=8); fig.tight_layout()
+    sizes = sorted({r['chunk_size'] for r in summary})
+    ax.set_xscale('log'); ax.set_xticks(sizes, [str(s) for s in sizes]); ax.minorticks_off()
+    ax.set_xlabel('chunk size (tokens)'); ax.set_ylabel(metric); ax.legend(fontsize=8); fig.tight_layout()
     return fig
 
 # %% ../nbs/05_results.ipynb #fcf1929d
