@@ -169,26 +169,21 @@ def halves(text):
     return split_even(text, 2)
 
 
+def same(label, ours_fn, ours_arg, ref_arg, size):
+    "Compare one case; print it if it differs. True when equal."
+    ours, ref = outcome(ours_fn, ours_arg, size), outcome(reference_chunks, ref_arg, size)
+    if ours != ref: print(f"MISMATCH {label} size={size}: {describe_diff(ours, ref)}")
+    return ours == ref
+
+
 def check_chapters():
-    bad = 0
-    compared = 0
+    results = []
     for name, text in chapter_texts():
-        docs = [text] + halves(text)
         for size in SIZES:
-            for doc in docs:
-                ours = outcome(splitter.chunk_text, doc, size)
-                ref = outcome(reference_chunks, [doc], size)
-                compared += 1
-                if ours != ref:
-                    bad += 1
-                    print(f"MISMATCH chapter {name} len={len(doc)} size={size}: {describe_diff(ours, ref)}")
-            ours = outcome(splitter.chunk_corpus, halves(text), size)
-            ref = outcome(reference_chunks, halves(text), size)
-            compared += 1
-            if ours != ref:
-                bad += 1
-                print(f"MISMATCH chapter {name} halves corpus size={size}: {describe_diff(ours, ref)}")
-    print(f"chapters: {compared} (document, size) comparisons, {bad} mismatches")
+            results += [same(f"chapter {name} len={len(doc)}", splitter.chunk_text, doc, [doc], size) for doc in [text] + halves(text)]
+            results.append(same(f"chapter {name} halves corpus", splitter.chunk_corpus, halves(text), halves(text), size))
+    bad = results.count(False)
+    print(f"chapters: {len(results)} (document, size) comparisons, {bad} mismatches")
     return bad
 
 
@@ -249,16 +244,9 @@ EDGE_SIZES = [0, -8, 1, 4, 8, 12, 31, 32, 32.0, 36, 500.0, 256, 257, 2048]
 
 
 def check_edges():
-    bad = compared = 0
-    for text in EDGE_TEXTS:
-        for size in EDGE_SIZES:
-            ours = outcome(splitter.chunk_text, text, size)
-            ref = outcome(reference_chunks, [text], size)
-            compared += 1
-            if ours != ref:
-                bad += 1
-                print(f"EDGE MISMATCH {text[:40]!r} size={size}: {describe_diff(ours, ref)}")
-    print(f"edge cases: {compared} comparisons, {bad} mismatches")
+    results = [same(f"edge {text[:40]!r}", splitter.chunk_text, text, [text], size) for text in EDGE_TEXTS for size in EDGE_SIZES]
+    bad = results.count(False)
+    print(f"edge cases: {len(results)} comparisons, {bad} mismatches")
     return bad
 
 
