@@ -12,11 +12,11 @@ from fastcore.script import anno_parser
 from .documents import *
 from .fts import *
 from .scoring import *
-from .results import ceiling_rows, FusionRetriever, summary_with_ci, plot_metric, plot_by_chunk_size, plot_chapters
+from .results import ceiling_rows, FusionRetriever, WithQueries, summary_with_ci, plot_metric, plot_by_chunk_size, plot_chapters
 
 # %% auto #0
-__all__ = ['METHODS', 'FUSIONS', 'COMMANDS', 'Method', 'parse_methods', 'queries_for', 'search_all', 'run_benchmark',
-           'write_results', 'write_plots', 'format_table', 'run', 'ceiling', 'main']
+__all__ = ['METHODS', 'DEFAULT_METHODS', 'FUSIONS', 'COMMANDS', 'Method', 'parse_methods', 'queries_for', 'search_all',
+           'run_benchmark', 'write_results', 'write_plots', 'format_table', 'run', 'ceiling', 'main']
 
 # %% ../nbs/08_cli.ipynb #06a55573
 @dataclass
@@ -35,12 +35,18 @@ def _colbert(c:Corpus, colbert_model=None, cache=True, progress=False, **_):
     from fastbook_bench.colbert import ColBERTRetriever
     return ColBERTRetriever(c.passages, model=colbert_model, cache=cache, progress=progress)
 
+def _maxsim(c:Corpus, model=None, cache=True, progress=False, **_):
+    from fastbook_bench.colbert import MaxSimRetriever
+    return MaxSimRetriever(c.passages, model=model, cache=cache, progress=progress)
+
 METHODS = {m.name: m for m in [
     Method('fts5', lambda c, **_: FTS5Retriever(c.passages, labels=c.chapters), query='keywords'),
     Method('bm25', lambda c, **_: BM25Retriever(c.passages)),
     Method('single_vector', _single_vector),
     Method('colbert', _colbert),
+    Method('maxsim', _maxsim),
 ]}
+DEFAULT_METHODS = ['fts5', 'bm25', 'single_vector', 'colbert']  # the published ones
 
 # %% ../nbs/08_cli.ipynb #17cff8ad
 FUSIONS = {'rrf': 'rrf', 'fuse': 'score'}
@@ -51,12 +57,16 @@ def _fusion(name:str) -> Method:
     comps = [p.strip() for p in parts.split('+') if p.strip()]
     if bad := [p for p in comps if p not in METHODS]: raise ValueError(f"Unknown method {bad[0]!r} in {name!r}; valid methods: {', '.join(METHODS)}")
     if len(comps) < 2: raise ValueError(f"{name!r}: a fusion needs at least two methods, e.g. {how}:bm25+single_vector")
-    return Method(name, lambda c, **o: FusionRetriever([METHODS[p].build(c, **o) for p in comps], how=FUSIONS[how]))
+    def build(c, keywords_of=None, **o):
+        parts = [METHODS[p].build(c, **o) for p in comps]
+        parts = [WithQueries(r, keywords_of or {}) if METHODS[p].query == 'keywords' else r for p, r in zip(comps, parts)]
+        return FusionRetriever(parts, how=FUSIONS[how])
+    return Method(name, build)
 
 def parse_methods(methods:str|Sequence[str]|None # comma-separated names, a list of names, or None for all
                  ) -> list[Method]:
     "The `Method`s named in `methods` (fusions included), with a clear error for an unknown name."
-    names = list(METHODS) if not methods else [m.strip() for m in (methods.split(',') if isinstance(methods, str) else methods)]
+    names = DEFAULT_METHODS if not methods else [m.strip() for m in (methods.split(',') if isinstance(methods, str) else methods)]
     out = []
     for n in dict.fromkeys(n for n in names if n):
         if n.partition(':')[0] in FUSIONS and ':' in n: out.append(_fusion(n))
@@ -107,13 +117,14 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # methods to run (default
     ms, sizes = parse_methods(methods), _sizes(chunk_size)
     if not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive integer, got {k!r}")
     questions, keywords = load_benchmark(data), load_keywords(data)
+    keywords_of = {q['question_text'].strip('"\''): keywords[q['chapter'], q['question_number']]['keywords'] for q in questions}
     summary, per_q = [], []
     for cs in sizes:
         corpus = build_corpus(data, chunk_size=cs, cache=cache)
         subsets = [corpus.chapter_indices(q['chapter']) for q in questions]
         normalize_all(corpus.passages, cache=cache)  # ftfy once per corpus, not once per method
         for m in ms:
-            retriever = m.build(corpus, model=model, colbert_model=colbert_model, cache=cache, progress=progress)
+            retriever = m.build(corpus, model=model, colbert_model=colbert_model, cache=cache, progress=progress, keywords_of=keywords_of)
             runs = search_all(retriever, queries_for(m, questions, keywords), k, subsets, progress, desc=f'{m.name} @{cs}')
             rows = score_rows(questions, [[corpus.passages[i] for i, _ in x] for x in runs], m.name, k)
             s = summary_with_ci(rows, cs, k)[0]
@@ -173,7 +184,7 @@ def format_table(rows:list[dict]) -> str:
     return '\n'.join([line(cols), line(['-' * x for x in w])] + [line(r) for r in cells])
 
 # %% ../nbs/08_cli.ipynb #9f914271
-def run(methods:str=None,            # comma-separated: fts5, bm25, single_vector, colbert, rrf:A+B, fuse:A+B (default: the four)
+def run(methods:str=None,            # comma-separated: fts5, bm25, single_vector, colbert, maxsim, rrf:A+B, fuse:A+B (default: the first four)
         chunk_size:str='500',        # chunk size(s) in tokens, comma-separated (>= 32; below 256 a multiple of 4)
         k:int=10,                    # cutoff: passages retrieved and scored per question
         data:str=None,               # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)

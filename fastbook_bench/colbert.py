@@ -4,17 +4,20 @@
 
 # %% ../nbs/04_colbert.ipynb #398c409a
 from __future__ import annotations
-import contextlib, gc, io, json, os, shutil, string, sys, tempfile, warnings
+import contextlib, gc, io, json, math, os, re, shutil, string, sys, tempfile, warnings
+from collections import Counter
 from pathlib import Path
 from typing import Sequence
 import numpy as np
+from fastcore.basics import patch_to
+from tqdm.auto import tqdm
 from .documents import cache_dir, fingerprint
-from .fts import Retriever
-from .single_vector import bundled_model_path, cached_arrays, module_fingerprint
+from .fts import Retriever, _check_search, top_k
+from .single_vector import bundled_model_path, cached_arrays, load_sentence_model, module_fingerprint
 
 # %% auto #0
 __all__ = ['DEFAULT_COLBERT', 'BUNDLED_COLBERT', 'make_colbert_checkpoint', 'bundled_colbert_checkpoint', 'load_colbert',
-           'ColBERTRetriever']
+           'ColBERTRetriever', 'MaxSimRetriever']
 
 # %% ../nbs/04_colbert.ipynb #826f6eba
 def _build_dir(dest:str|Path, build) -> Path:
@@ -125,8 +128,6 @@ class ColBERTRetriever(Retriever):
         self._restore(cached_arrays(key, self._encode, cache))
 
 # %% ../nbs/04_colbert.ipynb #eb4f5ba6
-from fastcore.basics import patch_to
-
 @patch_to(ColBERTRetriever)
 def _encode(self) -> dict[str, np.ndarray]:
     "Encode the passages with RAGatouille; the arrays it leaves on the model."
@@ -159,3 +160,100 @@ def scores(self, queries:list[str]):
             with _quiet(), contextlib.redirect_stderr(io.StringIO()):
                 for r in self.rag.search_encoded_docs(query=q, k=len(self), bsize=self.bsize): s[r['result_index']] = r['score']
         yield s
+
+# %% ../nbs/04_colbert.ipynb #4f6f03cd
+_PUNCT = re.compile(r'^\W+$')
+
+def _windows(ids:list[int], window:int) -> list[list[int]]:
+    "Consecutive runs of `window - 2` token ids covering `ids` (one empty run for no ids)."
+    step = window - 2
+    return [ids[a:a + step] for a in range(0, max(len(ids), 1), step)]
+
+# %% ../nbs/04_colbert.ipynb #b6832144
+class MaxSimRetriever(Retriever):
+    "Late interaction over a sentence model's own token vectors, passages encoded in short windows."
+    name = 'maxsim'
+    def __init__(self, passages:Sequence[str],  # the collection to search
+                 model:str|None=None,           # hub id or folder (default: bge-small, offline: bundled MiniLM)
+                 window:int=32,                 # word pieces per encoding window, [CLS] and [SEP] included
+                 weights:str='all',             # query piece weights: 'all' (1, punctuation 0) or 'idf'
+                 batch_size:int=64,             # windows per forward pass
+                 cache:bool=True,               # keep the token vectors in the user cache
+                 encoder=None,                  # an already loaded SentenceTransformer (then `model` names it)
+                 progress:bool=False):          # show a progress bar while encoding passages
+        super().__init__(passages)
+        if weights not in ('all', 'idf'): raise ValueError(f"Unknown weights {weights!r}; choose from all, idf")
+        self.encoder, self.model = (encoder, model or 'custom') if encoder is not None else load_sentence_model(model)
+        limit = self.encoder[0].auto_model.config.max_position_embeddings
+        if not 3 <= window <= limit: raise ValueError(f"window must be between 3 and {limit} word pieces, got {window}")
+        self.window, self.weights, self.batch_size, self.progress = window, weights, batch_size, progress
+        self.tok, self.bert = self.encoder.tokenizer, self.encoder[0].auto_model.eval()
+        ids = [self.tok(p, add_special_tokens=False, verbose=False)['input_ids'] for p in self.passages]
+        key = fingerprint('maxsim', module_fingerprint(self.bert), str(window), self.passages)
+        a = cached_arrays(key, lambda: self._encode_passages(ids), cache)
+        self.vectors, self.bounds = a['vectors'], np.concatenate([[0], np.cumsum(a['lengths'])])
+        df = Counter(t for x in ids for t in set(x))
+        self.idf = {t: math.log(1 + (len(ids) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+        self.idf_unseen = math.log(1 + (len(ids) + 0.5) / 0.5)
+
+# %% ../nbs/04_colbert.ipynb #8ea177b5
+@patch_to(MaxSimRetriever)
+def _vectors(self, batch:list[list[int]]) -> list[np.ndarray]:
+    "L2-normalised last-layer vectors of the text pieces of each window in `batch`."
+    import torch
+    cls, sep, pad = self.tok.cls_token_id, self.tok.sep_token_id, self.tok.pad_token_id or 0
+    n = max(len(w) for w in batch) + 2
+    ids = torch.tensor([[cls] + w + [sep] + [pad] * (n - len(w) - 2) for w in batch])
+    mask = torch.tensor([[1] * (len(w) + 2) + [0] * (n - len(w) - 2) for w in batch])
+    with torch.no_grad(): h = torch.nn.functional.normalize(self.bert(input_ids=ids, attention_mask=mask).last_hidden_state, dim=-1)
+    return [h[i, 1:len(w) + 1].numpy() for i, w in enumerate(batch)]
+
+@patch_to(MaxSimRetriever)
+def _encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
+    "Token vectors of every passage, window by window, and how many belong to each passage."
+    wins = [w for x in ids for w in _windows(x, self.window)]
+    out, batches = [], range(0, len(wins), self.batch_size)
+    for b in tqdm(batches, desc='maxsim: encoding windows', disable=not self.progress, leave=False):
+        out += self._vectors(wins[b:b + self.batch_size])
+    dim = self.bert.config.hidden_size
+    vecs = np.concatenate(out).astype(np.float16) if out else np.zeros((0, dim), np.float16)
+    return {'vectors': vecs.reshape(-1, dim), 'lengths': np.array([len(x) for x in ids], dtype=np.int64)}
+
+# %% ../nbs/04_colbert.ipynb #8239200f
+@patch_to(MaxSimRetriever)
+def _queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    "Each query's L2-normalised piece vectors and their weights, encoded in batches."
+    import torch
+    out = []
+    for b in range(0, len(queries), self.batch_size):
+        enc = self.tok(queries[b:b + self.batch_size], return_tensors='pt', padding=True, truncation=True, max_length=64)
+        with torch.no_grad(): h = torch.nn.functional.normalize(self.bert(**enc).last_hidden_state, dim=-1).numpy()
+        for row, ids, m in zip(h, enc['input_ids'].tolist(), enc['attention_mask'].sum(1).tolist()):
+            ids = ids[1:m - 1]
+            w = np.array([0.0 if _PUNCT.match(t) else 1.0 for t in self.tok.convert_ids_to_tokens(ids)])
+            if not w.any(): w[:] = 1.0
+            if self.weights == 'idf': w *= [self.idf.get(i, self.idf_unseen) for i in ids]
+            out.append((row[1:m - 1], w))
+    return out
+
+@patch_to(MaxSimRetriever)
+def _maxsim(self, h:np.ndarray, w:np.ndarray, idx:np.ndarray) -> np.ndarray:
+    "Weighted MaxSim of query vectors `h` against the passages `idx`."
+    lens = self.bounds[idx + 1] - self.bounds[idx]
+    out, full = np.full(len(idx), -w.sum()), idx[lens > 0]
+    if len(h) and len(full):
+        rows = np.concatenate([np.arange(self.bounds[i], self.bounds[i + 1]) for i in full])
+        sims = h @ self.vectors[rows].astype(np.float32).T
+        out[lens > 0] = w @ np.maximum.reduceat(sims, np.concatenate([[0], np.cumsum(lens[lens > 0])[:-1]]), axis=1)
+    return out
+
+@patch_to(MaxSimRetriever)
+def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tuple[int, float]]]:
+    "The best `k` `(passage index, score)` pairs for each query; only the allowed passages are scored."
+    queries, subsets = _check_search(self, queries, k, subsets)
+    res = []
+    for (h, w), sub in zip(self._queries(queries), subsets):
+        idx = np.arange(len(self)) if sub is None else np.unique(np.asarray(sub, dtype=np.int64))
+        s = np.full(len(self), -np.inf); s[idx] = self._maxsim(h, w, idx)
+        res.append(top_k(s, k, idx))
+    return res

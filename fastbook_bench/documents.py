@@ -386,16 +386,18 @@ class Corpus:
 # %% ../nbs/00_documents.ipynb #4a5832d8
 def chunk_chapters(texts:dict[int, str], # chapter -> text
                    chunk_size:int=500,   # tokens per chunk at most
-                   pieces:int=2          # cut each chapter into this many pieces first (the published run: 2)
+                   pieces:int=2,         # cut each chapter into this many pieces first (the published run: 2)
+                   chunker=None          # (text, chunk_size) -> chunks, each a stripped piece of text (default: `chunk_text`)
                   ) -> Corpus:
-    "Chunk each chapter's pieces with `chunk_text`, recording chapters and offsets."
+    "Chunk each chapter's pieces with `chunker`, recording chapters and offsets."
     passages, chapters, starts = [], [], []
     for ch, text in texts.items():
         size = max(1, len(text) // pieces)
         for p, piece in enumerate(split_even(text, pieces)):
             at = 0
-            for c in chunk_text(piece, chunk_size):
+            for c in (chunker or chunk_text)(piece, chunk_size):
                 at = piece.find(c, at)
+                if at < 0: raise ValueError(f"chapter {ch}: the chunker returned a chunk that is not a piece of the text: {c[:60]!r}")
                 passages.append(c); chapters.append(ch); starts.append(p * size + at)
                 at += 1
     return Corpus(passages, chapters, starts, chunk_size)

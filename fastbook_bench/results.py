@@ -4,18 +4,19 @@
 
 # %% ../nbs/05_results.ipynb #017b862f
 from __future__ import annotations
+import re
 from itertools import combinations
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch_to
-from .documents import Corpus
+from .documents import Corpus, chunk_text, count_tokens
 from .fts import Retriever, _check_search
 from .scoring import normalize, summarize
 
 # %% auto #0
 __all__ = ['bootstrap_means', 'bootstrap_ci', 'permutation_test', 'paired_bootstrap_test', 'summary_table', 'component_chunks',
-           'best_cover', 'ceiling_rows', 'FusionRetriever', 'plot_metric', 'plot_by_chunk_size', 'plot_chapters',
-           'summary_with_ci']
+           'best_cover', 'ceiling_rows', 'FusionRetriever', 'WithQueries', 'plot_metric', 'plot_by_chunk_size',
+           'plot_chapters', 'summary_with_ci', 'loco_select', 'tokenize_identifiers', 'text_blocks', 'chunk_blocks']
 
 # %% ../nbs/05_results.ipynb #d0ec68fa
 def bootstrap_means(scores:np.ndarray,      # (methods, questions) or (questions,) per-question scores
@@ -165,6 +166,14 @@ def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tup
         out.append(sorted(fused.items(), key=lambda t: (-t[1], t[0]))[:k])
     return out
 
+# %% ../nbs/05_results.ipynb #5e1a4c07
+class WithQueries(Retriever):
+    "A retriever that searches with its own query string for each shared one (e.g. a question's keywords)."
+    def __init__(self, retriever:Retriever, # the retriever to search with
+                 lookup:dict[str, str]):     # shared query -> this retriever's query (others are searched as they are)
+        super().__init__(retriever.passages); self.retriever, self.lookup, self.model = retriever, lookup, retriever.model
+    def search(self, queries, k=10, subsets=None): return self.retriever.search([self.lookup.get(q, q) for q in queries], k, subsets)
+
 # %% ../nbs/05_results.ipynb #eca95581
 def plot_metric(summary:list[dict], # rows with method, chunk_size, the metric and its _lo/_hi interval
                 metric:str='mrr_at_10'):
@@ -223,3 +232,62 @@ def summary_with_ci(rows:list[dict],  # per-question rows of one or more methods
             row[m], row[m + '_lo'], row[m + '_hi'] = bootstrap_ci([r[m] for r in vals])
         out.append(row)
     return out
+
+# %% ../nbs/05_results.ipynb #d10033a7
+def loco_select(candidates:dict[str, list[dict]], # setting -> per-question rows (`score_rows`), same questions, same order
+                name:str='cv',                    # method name of the returned rows
+                k:int=10                          # cutoff of the metrics in the rows
+               ) -> tuple[list[dict], dict[int, str]]:
+    "Per chapter, the rows of the setting best on the other chapters (mean MRR@k + Recall@k), and the choices."
+    names = list(candidates)
+    if not names: raise ValueError("loco_select needs at least one candidate")
+    keys = [[(r['chapter'], r['question_number']) for r in rows] for rows in candidates.values()]
+    if any(kk != keys[0] for kk in keys): raise ValueError("every candidate must score the same questions in the same order")
+    chapters = np.array([c for c, _ in keys[0]])
+    if len(set(chapters)) < 2: raise ValueError("cross-validation across chapters needs questions of two chapters or more")
+    obj = {n: np.array([r[f'mrr_at_{k}'] + r[f'recall_at_{k}'] for r in rows]) for n, rows in candidates.items()}
+    out, chosen = [None] * len(chapters), {}
+    for ch in sorted(set(chapters.tolist())):
+        train = chapters != ch
+        chosen[ch] = max(names, key=lambda n: (obj[n][train].mean(), -names.index(n)))
+        for i in np.flatnonzero(~train): out[i] = {**candidates[chosen[ch]][i], 'method': name}
+    return out, chosen
+
+# %% ../nbs/05_results.ipynb #8100f2e4
+_CAMEL = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
+
+def tokenize_identifiers(text:str # any text
+                        ) -> list[str]:
+    "Lower-cased `\\w+` words, each snake_case or camelCase identifier followed by its parts."
+    out = []
+    for w in re.findall(r'\w+', text):
+        parts = [p.lower() for piece in w.split('_') for p in _CAMEL.findall(piece)]
+        out += [w.lower()] + (parts if len(parts) > 1 else [])
+    return out
+
+# %% ../nbs/05_results.ipynb #d5b4c1f9
+def text_blocks(text:str # a chapter's text
+               ) -> list[str]:
+    "`text` cut after each run of blank lines: paragraphs, code cells and tables stay whole; the blocks join back to `text`."
+    out = []
+    for piece in re.split(r'(\n[ \t]*\n(?:[ \t]*\n)*)', text):
+        if out and not piece.strip(): out[-1] += piece
+        elif piece: out.append(piece)
+    return out
+
+# %% ../nbs/05_results.ipynb #2e56b8ec
+def chunk_blocks(text:str,          # text to split
+                 chunk_size:int=600 # tokens per chunk at most (cl100k)
+                ) -> list[str]:
+    "Whole blocks of `text` packed into chunks of at most `chunk_size` tokens; a longer block is cut by `chunk_text`."
+    chunks, cur, n = [], [], 0
+    def flush():
+        if ''.join(cur).strip(): chunks.append(''.join(cur).strip())
+        cur.clear()
+    for b in text_blocks(text):
+        t = count_tokens(b)
+        if t > chunk_size: flush(); n = 0; chunks.extend(chunk_text(b, chunk_size)); continue
+        if n + t > chunk_size: flush(); n = 0
+        cur.append(b); n += t
+    flush()
+    return chunks
