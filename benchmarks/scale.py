@@ -103,7 +103,7 @@ def step_dense(a):
         if time.perf_counter() - t > a.budget_s: break
     emb = np.concatenate(parts); encode_s = time.perf_counter() - t
     t = time.perf_counter(); qv = enc(queries); q_encode_s = time.perf_counter() - t
-    d, res = emb.shape[1], dict(n=len(passages), model=name, torch_threads=torch.get_num_threads(), faiss_threads=faiss.omp_get_max_threads(),
+    d, res = emb.shape[1], dict(n=len(emb), asked=len(passages), model=name, torch_threads=torch.get_num_threads(), faiss_threads=faiss.omp_get_max_threads(),
                                  encode_s=encode_s, passages_per_s=len(emb) / encode_s, queries_per_s_encode=len(qv) / q_encode_s)
     t = time.perf_counter(); flat = faiss.IndexFlatIP(d); flat.add(emb); res['flat_build_s'] = time.perf_counter() - t
     res['flat_ms'], truth = _latency(flat, qv); res['flat_ms'] *= 1000
