@@ -16,7 +16,8 @@ from .results import ceiling_rows, FusionRetriever, WithQueries, summary_with_ci
 
 # %% auto #0
 __all__ = ['METHODS', 'DEFAULT_METHODS', 'FUSIONS', 'COMMANDS', 'Method', 'parse_methods', 'queries_for', 'search_all',
-           'run_benchmark', 'write_results', 'write_plots', 'format_table', 'run', 'ceiling', 'main']
+           'run_benchmark', 'write_results', 'write_plots', 'format_table', 'run', 'ceiling', 'print_metrics',
+           'eval_run', 'search', 'main']
 
 # %% ../nbs/08_cli.ipynb #06a55573
 @dataclass
@@ -210,8 +211,91 @@ def ceiling(chunk_size:int=500, # chunk size in tokens
     print(format_table([{'chunk_size': chunk_size, 'n_questions': s['n_questions'], f'ceiling_mrr_at_{k}': s[f'mrr_at_{k}'],
                          f'ceiling_recall_at_{k}': s[f'recall_at_{k}'], 'fully_reachable': sum(r[f'recall_at_{k}'] == 1 for r in rows)}]))
 
+# %% ../nbs/08_cli.ipynb #4a658c0b
+import warnings
+from .datasets import *
+
+def _qrels(path:str, corpus:dict|None=None) -> dict:
+    "`read_qrels`, its warnings printed as one-line notes on stderr."
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always'); qrels = read_qrels(path, corpus)
+    for x in w: print(f"note: {x.message}", file=sys.stderr)
+    return qrels
+
+def _metric_names(metrics:str) -> list[str]:
+    "The metric names of a comma-separated list, checked."
+    names = [m.strip() for m in metrics.split(',') if m.strip()]
+    for m in names: parse_metric(m)
+    return names
+
+# %% ../nbs/08_cli.ipynb #3a72eed0
+def print_metrics(qrels:dict, run:dict, metrics:list[str], per_query:bool=False, complete:bool=False, ignore_identical_ids:bool=False):
+    "Print the means of `metrics` (and per query) with a note on judged queries the run lacks."
+    judged = [q for q, rels in qrels.items() if rels]
+    if missing := [q for q in judged if q not in run]:
+        print(f"note: {len(missing)} of {len(judged)} judged queries are not in the run (first: {missing[0]!r}); "
+              + ("they count as 0" if complete else "they are left out of the means (--complete counts them as 0)"), file=sys.stderr)
+    opts = dict(complete=complete, ignore_identical_ids=ignore_identical_ids)
+    if per_query: print(format_table([{'query': q, **v} for q, v in evaluate(qrels, run, metrics, per_query=True, **opts).items()]) + '\n')
+    n = sum(1 for q in judged if complete or q in run)
+    print(format_table([{'n_queries': n, **evaluate(qrels, run, metrics, **opts)}]))
+
+# %% ../nbs/08_cli.ipynb #e9bd0c2c
+def eval_run(qrels:str=None,             # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
+             run:str=None,               # a TREC run file, or a PolEval submission (then give --queries)
+             metrics:str=','.join(DEFAULT_METRICS), # comma-separated NAME@K, NAME in ndcg, mrr, recall, map, p, hit
+             queries:str=None,           # the questions file a PolEval submission answers, line by line
+             complete:bool=False,        # average over all judged queries, those absent from the run counting 0 (trec_eval -c)
+             ignore_identical_ids:bool=False, # drop a retrieved document whose id is the query id
+             per_query:bool=False):      # also print the metrics of each query
+    "Print the standard metrics of a run, as trec_eval computes them."
+    if not (qrels and run): raise ValueError("--qrels and --run are required")
+    names, judged = _metric_names(metrics), _qrels(qrels)
+    r = read_poleval(run, list(read_queries(queries))) if queries else read_run(run)
+    print_metrics(judged, r, names, per_query, complete, ignore_identical_ids)
+
+# %% ../nbs/08_cli.ipynb #92e117f9
+def _any_corpus(passages:list[str]) -> Corpus:
+    "`passages` as a one-chapter `Corpus`, so every `Method` can build its retriever from it."
+    return Corpus(passages, [0] * len(passages), [0] * len(passages), 0)
+
+def _build(method:str, passages:list[str], **opts) -> Retriever:
+    "The retriever of `method` over `passages` (BM25 through bm25s, which gives rank-bm25's scores faster)."
+    ms = parse_methods(method)
+    if len(ms) != 1: raise ValueError(f"--method takes one method, got {method!r}")
+    return BM25Retriever(passages, backend='bm25s') if ms[0].name == 'bm25' else ms[0].build(_any_corpus(passages), **opts)
+
+# %% ../nbs/08_cli.ipynb #706f2fd5
+def search(corpus:str=None,           # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
+           queries:str=None,          # queries file (BEIR queries.jsonl, PolEval questions.jl); default: the folder's
+           method:str='bm25',         # fts5, bm25, single_vector, colbert, or a fusion such as rrf:bm25+single_vector
+           k:int=10,                  # passages per query
+           out:str='run.trec',        # file to write
+           format:str='trec',         # 'trec' (a run file) or 'poleval' (a submission: k ids per question, topped up)
+           qrels:str=None,            # judgements to score the run with (default: a dataset folder's, if any)
+           split:str='test',          # which judgements of a BEIR folder
+           model:str=None,            # single_vector model: hub id or folder
+           colbert_model:str=None,    # colbert model: hub id or folder
+           cache:bool=True,           # recompute encodings instead of reading them from the user cache
+           progress:bool=True):       # hide the progress bars
+    "Search a corpus with one of the package's methods; write a TREC run or a PolEval submission."
+    if corpus is None: raise ValueError("--corpus is required")
+    if format not in ('trec', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from trec, poleval")
+    if Path(corpus).is_dir(): _, corpus, q_file, j_file = dataset_files(corpus, split); queries, qrels = queries or q_file, qrels or j_file
+    if queries is None: raise ValueError("--queries is needed when --corpus is a file")
+    t0, docs, qs = time.perf_counter(), read_corpus(corpus), read_queries(queries)
+    retriever = _build(method, list(docs.values()), model=model, colbert_model=colbert_model, cache=cache, progress=progress)
+    qids = list(qs)
+    run = to_run(qids, list(docs), search_all(retriever, [qs[q] for q in qids], k, [None] * len(qids), progress, desc=method))
+    if format == 'trec': write_run(run, out, tag=method)
+    else: write_poleval(run, qids, out, k, fill=list(docs))
+    print(f"Searched {len(qids)} queries over {len(docs)} documents with {method} in {time.perf_counter() - t0:.2f} s; wrote {out}")
+    if qrels:  # score what was written: a submission's short lines are topped up
+        scored = run if format == 'trec' else read_poleval(out, qids)
+        print_metrics(_qrels(qrels, docs), scored, [f'{m}@{k}' for m in STANDARD_METRICS])
+
 # %% ../nbs/08_cli.ipynb #b2de5b8e
-COMMANDS = {'run': run, 'ceiling': ceiling}
+COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_run, 'search': search}
 
 def _parser(cmd:str):
     "`fastcore.script`'s parser for `cmd`, with `--chunk-size` spellings and plain help for `--no-*` flags."

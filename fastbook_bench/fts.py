@@ -14,16 +14,28 @@ from .documents import fingerprint
 # %% auto #0
 __all__ = ['BM25_BACKENDS', 'top_k', 'Retriever', 'fts_query', 'FTS5Retriever', 'tokenize', 'okapi_idf', 'BM25Retriever']
 
+# %% ../nbs/01_fts.ipynb #01b46b43
+def _kth_largest(s:np.ndarray, # scores
+                 k:int,        # 1 <= k <= len(s)
+                 block:int=1024 # block size of the pre-selection
+                ) -> float:
+    "The `k`-th largest value of `s`; block maxima first narrow it to a few candidates."
+    if (m := len(s) // block) >= k:  # the k-th largest block maximum t: at least k values are >= t
+        t = np.partition(s[:m * block].reshape(m, block).max(1), m - k)[m - k]
+        s = s[s >= t]
+    return np.partition(s, len(s) - k)[len(s) - k]
+
 # %% ../nbs/01_fts.ipynb #3de29ef2
 def top_k(scores:np.ndarray,             # one score per passage
           k:int,                         # how many to keep
           subset:Sequence[int]|None=None # allowed passage indices (None: all)
          ) -> list[tuple[int, float]]:
     "The `k` best `(index, score)` pairs of `scores` within `subset`, best first; ties go to the lower index."
-    idx = np.arange(len(scores)) if subset is None else np.unique(np.asarray(subset, dtype=np.int64))
-    s = np.asarray(scores, dtype=np.float64)[idx]
+    s = np.asarray(scores, dtype=np.float64)
+    idx = np.arange(len(s)) if subset is None else np.unique(np.asarray(subset, dtype=np.int64))
+    if subset is not None: s = s[idx]
     if k < len(s):  # only entries at least as good as the k-th can make the cut
-        keep = s >= np.partition(s, len(s) - k)[len(s) - k]
+        keep = np.flatnonzero(s >= _kth_largest(s, k))
         idx, s = idx[keep], s[keep]
     order = np.lexsort((idx, -s))[:k]
     return [(int(idx[o]), float(s[o])) for o in order]
