@@ -17,7 +17,7 @@ from .fts import BM25Retriever, Retriever, tokenize
 # %% auto #0
 __all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'render_prompt', 'parse_label', 'Judge', 'overlap_label', 'OverlapJudge',
            'FakeChatServer', 'LLMError', 'LLMJudge', 'make_proposer', 'propose_candidates', 'plan_calls', 'JudgmentLog',
-           'judge_pairs', 'relevance', 'build_eval_set']
+           'judge_pairs', 'relevance', 'build_eval_set', 'context_grade']
 
 # %% ../nbs/07_eval_set.ipynb #3b524525
 JUDGE_PROMPT = r"""You are judging whether a document answers a search query.
@@ -432,3 +432,14 @@ def build_eval_set(queries:Mapping[str, str],  # query id -> text
     return {**plan, 'grades': {g: grades[g] for g in (4, 3, 2, 1, None) if grades[g]}, 'unlabelled': grades[None],
             'kept_pairs': sum(map(len, qrels.values())), 'queries_kept': len(qrels), 'queries_dropped': len(queries) - len(qrels),
             'seconds': round(time.perf_counter() - t0, 2)}
+
+# %% ../nbs/07_eval_set.ipynb #f389f52b
+from .scoring import component_ranks
+
+def context_grade(question:dict, # a fastbook-benchmark question
+                  document:str   # a chunk
+                 ) -> int:
+    "4 if `document` holds a context of every answer component of `question`, 3 of half or more, 2 of some, else 1."
+    found = [r is not None for r in component_ranks(question, [document], k=1)]
+    share = sum(found) / len(found)
+    return 4 if share == 1 else 3 if share >= 0.5 else 2 if share > 0 else 1
