@@ -4,14 +4,15 @@
 
 # %% ../nbs/02_scoring.ipynb #c9c02ce0
 from __future__ import annotations
-import json
+import json, math
 from typing import Sequence
 from ftfy import fix_text
 from .documents import atomic_write, cache_dir, fingerprint
 
 # %% auto #0
-__all__ = ['normalize', 'normalize_all', 'component_ranks', 'modified_mrr', 'modified_recall', 'score_rows', 'summarize',
-           'score_run']
+__all__ = ['STANDARD_METRICS', 'DEFAULT_METRICS', 'normalize', 'normalize_all', 'component_ranks', 'modified_mrr',
+           'modified_recall', 'score_rows', 'summarize', 'score_run', 'trec_order', 'precision_at', 'recall_at',
+           'mrr_at', 'hit_at', 'map_at', 'ndcg_at', 'parse_metric', 'evaluate']
 
 # %% ../nbs/02_scoring.ipynb #65c43189
 _fixed: dict[str, str] = {}
@@ -99,3 +100,86 @@ def score_run(questions:list[dict], runs:Sequence[Sequence[str]], method:str='',
     "`score_rows` as a pandas DataFrame."
     import pandas as pd
     return pd.DataFrame(score_rows(questions, runs, method, k))
+
+# %% ../nbs/02_scoring.ipynb #4a591648
+def trec_order(docs:dict[str, float] # one query's run: doc id -> score
+              ) -> list[str]:
+    "The doc ids ranked as trec_eval ranks them: score descending, then doc id descending."
+    return [d for d, _ in sorted(docs.items(), key=lambda x: (x[1], x[0]), reverse=True)]
+
+# %% ../nbs/02_scoring.ipynb #096cd19a
+def _n_relevant(rels:dict) -> int: return sum(r >= 1 for r in rels.values())
+def _found(rels:dict, ranking:list, k:int) -> list[bool]: return [rels.get(d, 0) >= 1 for d in ranking[:k]]
+
+def precision_at(rels:dict, ranking:list, k:int) -> float:
+    "P@k: relevant documents in the top `k`, over `k`."
+    return sum(_found(rels, ranking, k)) / k
+
+def recall_at(rels:dict, ranking:list, k:int) -> float:
+    "Recall@k: relevant documents in the top `k`, over all relevant documents of the query."
+    n = _n_relevant(rels)
+    return sum(_found(rels, ranking, k)) / n if n else 0.0
+
+# %% ../nbs/02_scoring.ipynb #949862ce
+def mrr_at(rels:dict, ranking:list, k:int) -> float:
+    "Reciprocal rank of the first relevant document in the top `k` (0 if none)."
+    return next((1 / i for i, f in enumerate(_found(rels, ranking, k), 1) if f), 0.0)
+
+def hit_at(rels:dict, ranking:list, k:int) -> float:
+    "1 if a relevant document is in the top `k`, else 0."
+    return float(any(_found(rels, ranking, k)))
+
+def map_at(rels:dict, ranking:list, k:int) -> float:
+    "Average precision cut at `k`: the mean over all relevant documents of P@rank, counting 0 for those not in the top `k`."
+    n, hits, total = _n_relevant(rels), 0, 0.0
+    for i, f in enumerate(_found(rels, ranking, k), 1):
+        if f: hits += 1; total += hits / i
+    return total / n if n else 0.0
+
+# %% ../nbs/02_scoring.ipynb #c96daeca
+def _dcg(gains) -> float: return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+def ndcg_at(rels:dict, ranking:list, k:int) -> float:
+    "nDCG@k with the labels as gains (negative ones count 0), over the DCG of the ideal order of all labels."
+    ideal = _dcg(sorted((max(r, 0) for r in rels.values()), reverse=True)[:k])
+    return _dcg([max(rels.get(d, 0), 0) for d in ranking[:k]]) / ideal if ideal else 0.0
+
+# %% ../nbs/02_scoring.ipynb #61b2f517
+STANDARD_METRICS = {'ndcg': ndcg_at, 'mrr': mrr_at, 'recall': recall_at, 'map': map_at, 'p': precision_at, 'hit': hit_at}
+DEFAULT_METRICS = ('ndcg@10', 'mrr@10', 'recall@10', 'map@10', 'p@10', 'hit@10')
+
+def parse_metric(name:str # e.g. 'nDCG@10'
+                ) -> tuple[str, int]:
+    "`('ndcg', 10)` from `'nDCG@10'`, with a clear error for anything else."
+    m, _, k = str(name).strip().lower().partition('@')
+    if m not in STANDARD_METRICS or not k.isdigit() or int(k) < 1:
+        raise ValueError(f"Unknown metric {name!r}; use NAME@K with NAME one of {', '.join(STANDARD_METRICS)} "
+                         "and K a positive integer, e.g. ndcg@10")
+    return m, int(k)
+
+# %% ../nbs/02_scoring.ipynb #d37a4e6c
+def _check_nested(d, what:str):
+    "Raise a TypeError unless `d` is `{query id: {doc id: value}}`."
+    if not isinstance(d, dict): raise TypeError(f"{what} must be a dict {{query id: {{doc id: value}}}}, got {type(d).__name__}")
+    if bad := next((q for q, v in d.items() if not isinstance(v, dict)), None):
+        raise TypeError(f"{what}[{bad!r}] must be a dict {{doc id: value}}, got {type(d[bad]).__name__}")
+
+# %% ../nbs/02_scoring.ipynb #e11050d3
+def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded relevance}}
+             run:dict[str, dict[str, float]],      # {query id: {doc id: score}}, higher is better
+             metrics:Sequence[str]=DEFAULT_METRICS, # NAME@K with NAME in ndcg, mrr, recall, map, p, hit
+             per_query:bool=False,                 # return {query id: {metric: value}} instead of the means
+             ignore_identical_ids:bool=False,      # drop a retrieved document whose id equals the query id
+             complete:bool=False                   # average over all qrels queries, absent ones scoring 0 (trec_eval -c)
+            ) -> dict:
+    "The standard metrics of `run` as trec_eval computes them: `{metric: mean}`, or per query."
+    ms = {f'{m}@{k}': (STANDARD_METRICS[m], k) for m, k in map(parse_metric, [metrics] if isinstance(metrics, str) else metrics)}
+    _check_nested(qrels, 'qrels'); _check_nested(run, 'run')
+    per = {}
+    for q in [q for q, rels in qrels.items() if rels and (complete or q in run)]:
+        docs = run.get(q, {})
+        ranking = trec_order({d: s for d, s in docs.items() if d != q} if ignore_identical_ids else docs)
+        per[q] = {name: f(qrels[q], ranking, k) for name, (f, k) in ms.items()}
+    if per_query: return per
+    if not per: raise ValueError(f"No query is in both the qrels ({len(qrels)} queries) and the run ({len(run)} queries)")
+    return {name: sum(v[name] for v in per.values()) / len(per) for name in ms}
