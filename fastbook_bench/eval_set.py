@@ -397,6 +397,13 @@ def _say_plan(plan:dict, proposers:Mapping, k:int, n_queries:int, price:float|No
           f"{plan['already_judged']} already judged; {plan['calls']} LLM calls to make{cost}")
 
 # %% ../nbs/07_eval_set.ipynb #d419295e
+def _write_tsv(fn:Path, qrels:dict):
+    "`qrels` as a BEIR qrels file (`query-id`, `corpus-id`, `score`, tab-separated), unless an id holds a tab or a newline."
+    if bad := [i for q, ds in qrels.items() for i in (q, *ds) if any(c in i for c in '\t\r\n')]:
+        return print(f"fastbook_bench: not writing {fn}: the id {bad[0]!r} holds a tab or a newline", file=sys.stderr)
+    atomic_write(fn, 'query-id\tcorpus-id\tscore\n' + ''.join(f'{q}\t{d}\t{g}\n' for q, ds in qrels.items() for d, g in ds.items()))
+
+# %% ../nbs/07_eval_set.ipynb #f389f52b
 def build_eval_set(queries:Mapping[str, str],  # query id -> text
                    corpus:Mapping[str, str],   # document id -> text
                    proposers:Mapping[str, Retriever]|Sequence[str], # retrievers by name, or specs for `make_proposer`
@@ -428,12 +435,13 @@ def build_eval_set(queries:Mapping[str, str],  # query id -> text
     final = [done[c['query_id'], c['doc_id']] for c in cands]
     qrels = relevance(final, threshold)
     atomic_write(out/'relevance.json', json.dumps(qrels, indent=1, ensure_ascii=False) + '\n')
+    _write_tsv(out/'relevance.tsv', qrels)
     grades = Counter(r['label'] for r in final)
     return {**plan, 'grades': {g: grades[g] for g in (4, 3, 2, 1, None) if grades[g]}, 'unlabelled': grades[None],
             'kept_pairs': sum(map(len, qrels.values())), 'queries_kept': len(qrels), 'queries_dropped': len(queries) - len(qrels),
             'seconds': round(time.perf_counter() - t0, 2)}
 
-# %% ../nbs/07_eval_set.ipynb #f389f52b
+# %% ../nbs/07_eval_set.ipynb #b6293aab
 from .scoring import component_ranks
 
 def context_grade(question:dict, # a fastbook-benchmark question
