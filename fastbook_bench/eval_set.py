@@ -6,6 +6,7 @@
 from __future__ import annotations
 import email.utils, http.client, json, os, random, re, socket, sys, threading, time, urllib.error, urllib.request
 from collections import Counter
+from fastcore.basics import patch_to
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import islice
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 from .documents import atomic_write, fingerprint
 from .fts import BM25Retriever, Retriever, tokenize
+from .scoring import component_ranks
 
 # %% auto #0
 __all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'render_prompt', 'parse_label', 'Judge', 'overlap_label', 'OverlapJudge',
@@ -42,7 +44,9 @@ First explain your reasoning in a few sentences. Then give your grade as a singl
 _FIELD = re.compile(r'\{(query|document)\}')
 
 def render_prompt(template:str, # text with the fields {query} and {document}
-                  query:str, document:str) -> str:
+                  query:str,    # the query's text
+                  document:str  # the document's text
+                 ) -> str:
     "`template` with its `{query}` and `{document}` fields filled in."
     if missing := [f for f in ('{query}', '{document}') if f not in template]:
         raise ValueError(f"The judge prompt template lacks the field {missing[0]}")
@@ -66,7 +70,9 @@ class Judge:
         raise NotImplementedError(f"{type(self).__name__} must implement `judge`")
 
 # %% ../nbs/07_eval_set.ipynb #ed97754d
-def overlap_label(query:str, document:str) -> int:
+def overlap_label(query:str,   # the query's text
+                  document:str # the document's text
+                 ) -> int:
     "1-4 from the share of the query's distinct words found in `document`: >= 3/4 → 4, >= 1/2 → 3, >= 1/4 → 2, else 1."
     q = set(tokenize(query))
     share = len(q & set(tokenize(document))) / len(q) if q else 0
@@ -111,8 +117,6 @@ class FakeChatServer:
     def __exit__(self, *exc): self.stop()
 
 # %% ../nbs/07_eval_set.ipynb #03a8724c
-from fastcore.basics import patch_to
-
 @patch_to(FakeChatServer)
 def start(self):
     "Start serving in a background thread; returns the server."
@@ -193,7 +197,8 @@ class LLMJudge(Judge):
                  max_retries:int=6,               # retries of one request before giving up
                  backoff:float=1.0,               # first retry delay in seconds, doubled each retry
                  max_backoff:float=60,            # longest delay between retries (unless Retry-After asks more)
-                 temperature:float=0.0, max_tokens:int|None=None):
+                 temperature:float=0.0,           # sampling temperature (0: the model's most likely reply)
+                 max_tokens:int|None=None):       # longest reply in tokens (None: the endpoint's default)
         render_prompt(prompt, '', '')  # fail now on a template without its fields
         base = base_url.rstrip('/')
         self.url = base if base.endswith('/chat/completions') else base + '/chat/completions'
@@ -236,7 +241,9 @@ def _count(self, outcome:str):
     with self._lock: self.requests[outcome] += 1
 
 @patch_to(LLMJudge)
-def delay(self, attempt:int, retry_after:float|None=None) -> float:
+def delay(self, attempt:int,                 # retries made so far for this request
+          retry_after:float|None=None # seconds the server asked to wait, if it did
+         ) -> float:
     "Seconds to wait before retry number `attempt` + 1."
     return max(retry_after or 0.0, min(self.max_backoff, self.backoff * 2 ** attempt) * random.uniform(1, 1.25))
 
@@ -259,7 +266,8 @@ def judge(self, query:str, document:str) -> tuple[int|None, str]:
 def make_proposer(spec:str,                # 'bm25', 'bundled', or a sentence-transformers model id or folder
                   passages:Sequence[str],  # the documents' texts
                   cache:bool=True,         # keep passage embeddings in the user cache
-                  progress:bool=False) -> Retriever:
+                  progress:bool=False      # show the encoding progress bar
+                 ) -> Retriever:
     "The retriever named by `spec`, built over `passages`."
     if spec == 'bm25': return BM25Retriever(passages)
     from fastbook_bench.single_vector import BUNDLED_MODEL, SingleVectorRetriever
@@ -334,7 +342,8 @@ def _repair(self):
     with open(self.path, 'r+b') as f: f.truncate(data.rfind(b'\n') + 1)
 
 @patch_to(JudgmentLog)
-def append(self, record:dict):
+def append(self, record:dict # one judgment
+          ):
     "Append one judgment as a JSON line and flush it to the operating system."
     line = json.dumps(record, ensure_ascii=False) + '\n'
     with self._lock:
@@ -442,8 +451,6 @@ def build_eval_set(queries:Mapping[str, str],  # query id -> text
             'seconds': round(time.perf_counter() - t0, 2)}
 
 # %% ../nbs/07_eval_set.ipynb #b6293aab
-from .scoring import component_ranks
-
 def context_grade(question:dict, # a fastbook-benchmark question
                   document:str   # a chunk
                  ) -> int:
