@@ -17,7 +17,7 @@ from .results import ceiling_rows, FusionRetriever, WithQueries, summary_with_ci
 # %% auto #0
 __all__ = ['METHODS', 'DEFAULT_METHODS', 'FUSIONS', 'COMMANDS', 'Method', 'parse_methods', 'queries_for', 'search_all',
            'run_benchmark', 'write_results', 'write_plots', 'format_table', 'run', 'ceiling', 'print_metrics',
-           'eval_run', 'search', 'main']
+           'eval_run', 'search', 'main', 'build_eval_set_cmd']
 
 # %% ../nbs/08_cli.ipynb #06a55573
 @dataclass
@@ -324,3 +324,61 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         print(f"fastbook-bench {argv[0]}: error: {e}", file=sys.stderr)
         return 2
     return 0
+
+# %% ../nbs/08_cli.ipynb #daa2356b
+from .datasets import read_corpus, read_queries
+from .eval_set import JUDGE_PROMPT, LLMError, LLMJudge, OverlapJudge, build_eval_set
+
+def _judge(judge:str, base_url, model, api_key_env, prompt, timeout, max_retries, dry_run):
+    "The judge the options of `build-eval-set` ask for (None for a dry run without an LLM named)."
+    if judge == 'overlap': return OverlapJudge()
+    if judge != 'llm': raise ValueError(f"Unknown judge {judge!r}; choose from llm, overlap")
+    if base_url and model:
+        return LLMJudge(base_url, model, api_key_env, Path(prompt).read_text(encoding='utf-8') if prompt else JUDGE_PROMPT, timeout, max_retries)
+    if dry_run: return None
+    raise ValueError("--llm-base-url and --llm-model are required (or --judge overlap to try it without an LLM, or --dry-run)")
+
+# %% ../nbs/08_cli.ipynb #3b524525
+def build_eval_set_cmd(queries:str=None,      # queries file: {"id","text"} JSON lines, BEIR queries.jsonl or PolEval questions.jl
+                       corpus:str=None,       # documents file: {"id","text"} JSON lines, BEIR corpus.jsonl or PolEval passages.jl
+                       models:str='bm25,bundled', # proposers, comma-separated: bm25, bundled (offline MiniLM), sentence-transformers ids or folders
+                       topk:int=20,           # documents each proposer proposes per query
+                       llm_base_url:str=None, # OpenAI-compatible endpoint, e.g. https://api.openai.com/v1
+                       llm_model:str=None,    # model name at that endpoint
+                       out:str='eval-set',    # folder for candidates.jsonl, judgments.jsonl, relevance.json (and .tsv)
+                       price_per_call:float=None, # price of one LLM call: the total is printed before any call
+                       dry_run:bool=False,    # print the number of calls (and their cost) and stop
+                       api_key_env:str='OPENAI_API_KEY', # environment variable holding the API key
+                       prompt:str=None,       # file holding a judge prompt template with {query} and {document}
+                       judge:str='llm',       # llm, or overlap (word overlap, no LLM) to try the pipeline out
+                       threshold:int=3,       # lowest grade kept in relevance.json
+                       concurrency:int=8,     # LLM requests in flight at once
+                       timeout:float=60,      # seconds to wait for one answer
+                       max_retries:int=6,     # retries of a request failing with 429, 5xx or a timeout
+                       cache:bool=True,       # recompute passage embeddings instead of reading the user cache
+                       progress:bool=True):   # hide the progress bars
+    "Label an evaluation set: retrievers propose (query, document) pairs, an LLM grades them, grades 3-4 are kept."
+    if not queries or not corpus: raise ValueError("--queries and --corpus are required")
+    if not (specs := [m.strip() for m in models.split(',') if m.strip()]): raise ValueError("--models names no proposer")
+    j = _judge(judge, llm_base_url, llm_model, api_key_env, prompt, timeout, max_retries, dry_run)
+    qs, docs, log = read_queries(queries), read_corpus(corpus), Path(out)/'judgments.jsonl'
+    try: s = build_eval_set(qs, docs, specs, j, out, topk, threshold, concurrency, price_per_call, dry_run, cache, progress)
+    except LLMError as e: raise ValueError(f"{e}. The judgments made so far are in {log}: run the same command again to resume") from None
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. The judgments made so far are in {log}: run the same command again to resume", file=sys.stderr)
+        raise SystemExit(130) from None
+    if not dry_run: print(_eval_set_report(s, j, out, threshold))
+
+# %% ../nbs/08_cli.ipynb #eecef8d1
+def _eval_set_report(s:dict, judge, out, threshold:int) -> str:
+    "What `build-eval-set` did, in three lines."
+    grades = ', '.join(f"{'no grade' if g is None else g}: {n}" for g, n in s['grades'].items())
+    req = judge.requests if isinstance(judge, LLMJudge) else {}
+    requests = f" ({sum(req.values())} requests, {sum(req.values()) - req['answered']} of them retries)" if req else ''
+    n = s['queries_dropped']
+    return (f"judged {s['calls']} pairs{requests}; grades of the {s['candidates']} candidates: {grades}\n"
+            f"kept {s['kept_pairs']} pairs graded >= {threshold}, for {s['queries_kept']} queries; dropped {n} quer{'y' if n == 1 else 'ies'} without one\n"
+            f"wrote {', '.join(str(Path(out)/f) for f in ('candidates.jsonl', 'judgments.jsonl', 'relevance.json', 'relevance.tsv'))} in {s['seconds']:.2f} s")
+
+# %% ../nbs/08_cli.ipynb #ef204c5c
+COMMANDS['build-eval-set'] = build_eval_set_cmd
