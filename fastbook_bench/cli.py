@@ -268,7 +268,7 @@ def _build(method:str, passages:list[str], **opts) -> Retriever:
 # %% ../nbs/08_cli.ipynb #706f2fd5
 def search(corpus:str=None,           # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
            queries:str=None,          # queries file (BEIR queries.jsonl, PolEval questions.jl); default: the folder's
-           method:str='bm25',         # fts5, bm25, single_vector, colbert, or a fusion such as rrf:bm25+single_vector
+           method:str='bm25',         # fts5, bm25, single_vector, colbert, maxsim, or a fusion such as rrf:bm25+single_vector
            k:int=10,                  # passages per query
            out:str='run.trec',        # file to write
            format:str='trec',         # 'trec' (a run file) or 'poleval' (a submission: k ids per question, topped up)
