@@ -42,7 +42,7 @@ def _maxsim(c:Corpus, model=None, cache=True, progress=False, **_):
 
 METHODS = {m.name: m for m in [
     Method('fts5', lambda c, **_: FTS5Retriever(c.passages, labels=c.chapters), query='keywords'),
-    Method('bm25', lambda c, **_: BM25Retriever(c.passages)),
+    Method('bm25', lambda c, bm25_backend='rank_bm25', **_: BM25Retriever(c.passages, backend=bm25_backend)),
     Method('single_vector', _single_vector),
     Method('colbert', _colbert),
     Method('maxsim', _maxsim),
@@ -225,6 +225,7 @@ def _qrels(path:str, corpus:dict|None=None) -> dict:
 def _metric_names(metrics:str) -> list[str]:
     "The metric names of a comma-separated list, checked."
     names = [m.strip() for m in metrics.split(',') if m.strip()]
+    if not names: raise ValueError("--metrics names no metric; use NAME@K, e.g. ndcg@10")
     for m in names: parse_metric(m)
     return names
 
@@ -236,9 +237,9 @@ def print_metrics(qrels:dict, run:dict, metrics:list[str], per_query:bool=False,
         print(f"note: {len(missing)} of {len(judged)} judged queries are not in the run (first: {missing[0]!r}); "
               + ("they count as 0" if complete else "they are left out of the means (--complete counts them as 0)"), file=sys.stderr)
     opts = dict(complete=complete, ignore_identical_ids=ignore_identical_ids)
-    if per_query: print(format_table([{'query': q, **v} for q, v in evaluate(qrels, run, metrics, per_query=True, **opts).items()]) + '\n')
-    n = sum(1 for q in judged if complete or q in run)
-    print(format_table([{'n_queries': n, **evaluate(qrels, run, metrics, **opts)}]))
+    per = evaluate(qrels, run, metrics, per_query=True, **opts)
+    if per_query: print(format_table([{'query': q, **v} for q, v in per.items()]) + '\n')
+    print(format_table([{'n_queries': len(per), **evaluate(qrels, run, metrics, **opts)}]))
 
 # %% ../nbs/08_cli.ipynb #e9bd0c2c
 def eval_run(qrels:str=None,             # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
@@ -260,10 +261,10 @@ def _any_corpus(passages:list[str]) -> Corpus:
     return Corpus(passages, [0] * len(passages), [0] * len(passages), 0)
 
 def _build(method:str, passages:list[str], **opts) -> Retriever:
-    "The retriever of `method` over `passages` (BM25 through bm25s, which gives rank-bm25's scores faster)."
+    "The retriever of `method` over `passages`; `opts` go to its builder (model names, cache, BM25 backend)."
     ms = parse_methods(method)
     if len(ms) != 1: raise ValueError(f"--method takes one method, got {method!r}")
-    return BM25Retriever(passages, backend='bm25s') if ms[0].name == 'bm25' else ms[0].build(_any_corpus(passages), **opts)
+    return ms[0].build(_any_corpus(passages), **opts)
 
 # %% ../nbs/08_cli.ipynb #706f2fd5
 def search(corpus:str=None,           # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
@@ -281,18 +282,25 @@ def search(corpus:str=None,           # corpus file (BEIR corpus.jsonl, PolEval 
     "Search a corpus with one of the package's methods; write a TREC run or a PolEval submission."
     if corpus is None: raise ValueError("--corpus is required")
     if format not in ('trec', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from trec, poleval")
-    if Path(corpus).is_dir(): _, corpus, q_file, j_file = dataset_files(corpus, split); queries, qrels = queries or q_file, qrels or j_file
+    if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
+    if Path(out).is_dir(): raise ValueError(f"--out {out} is a folder; give a file name")
+    if Path(corpus).is_dir():
+        _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False); queries, qrels = queries or q_file, qrels or j_file
     if queries is None: raise ValueError("--queries is needed when --corpus is a file")
     t0, docs, qs = time.perf_counter(), read_corpus(corpus), read_queries(queries)
-    retriever = _build(method, list(docs.values()), model=model, colbert_model=colbert_model, cache=cache, progress=progress)
+    for f, d in ((corpus, docs), (queries, qs)):
+        if not d: raise ValueError(f"{f}: no records")
+    judged = _qrels(qrels, docs) if qrels else None  # read before searching: a bad file fails at once
+    retriever = _build(method, list(docs.values()), model=model, colbert_model=colbert_model, cache=cache, progress=progress,
+                       bm25_backend='bm25s')  # the same scores as rank-bm25, faster on large corpora
     qids = list(qs)
     run = to_run(qids, list(docs), search_all(retriever, [qs[q] for q in qids], k, [None] * len(qids), progress, desc=method))
     if format == 'trec': write_run(run, out, tag=method)
     else: write_poleval(run, qids, out, k, fill=list(docs))
     print(f"Searched {len(qids)} queries over {len(docs)} documents with {method} in {time.perf_counter() - t0:.2f} s; wrote {out}")
-    if qrels:  # score what was written: a submission's short lines are topped up
+    if judged is not None:  # score what was written: a submission's short lines are topped up
         scored = run if format == 'trec' else read_poleval(out, qids)
-        print_metrics(_qrels(qrels, docs), scored, [f'{m}@{k}' for m in STANDARD_METRICS])
+        print_metrics(judged, scored, [f'{m}@{k}' for m in STANDARD_METRICS])
 
 # %% ../nbs/08_cli.ipynb #b2de5b8e
 COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_run, 'search': search}
@@ -320,7 +328,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
     args = vars(_parser(argv[0]).parse_args(argv[1:]))
     args.pop('pdb', None); args.pop('xtra', None)
     try: COMMANDS[argv[0]](**args)
-    except (ValueError, TypeError, FileNotFoundError) as e:
+    except (ValueError, TypeError, OSError) as e:  # OSError: missing files, folders given for files, no permission
         print(f"fastbook-bench {argv[0]}: error: {e}", file=sys.stderr)
         return 2
     return 0
@@ -378,7 +386,7 @@ def _eval_set_report(s:dict, judge, out, threshold:int) -> str:
     n = s['queries_dropped']
     return (f"judged {s['calls']} pairs{requests}; grades of the {s['candidates']} candidates: {grades}\n"
             f"kept {s['kept_pairs']} pairs graded >= {threshold}, for {s['queries_kept']} queries; dropped {n} quer{'y' if n == 1 else 'ies'} without one\n"
-            f"wrote {', '.join(str(Path(out)/f) for f in ('candidates.jsonl', 'judgments.jsonl', 'relevance.json', 'relevance.tsv'))} in {s['seconds']:.2f} s")
+            f"wrote {', '.join(str(Path(out)/f) for f in s['wrote'])} in {s['seconds']:.2f} s")
 
 # %% ../nbs/08_cli.ipynb #ef204c5c
 COMMANDS['build-eval-set'] = build_eval_set_cmd

@@ -240,7 +240,7 @@ def _queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
 def _maxsim(self, h:np.ndarray, w:np.ndarray, idx:np.ndarray) -> np.ndarray:
     "Weighted MaxSim of query vectors `h` against the passages `idx`."
     lens = self.bounds[idx + 1] - self.bounds[idx]
-    out, full = np.full(len(idx), -w.sum()), idx[lens > 0]
+    out, full = np.full(len(idx), 0.0 - w.sum()), idx[lens > 0]
     if len(h) and len(full):
         rows = np.concatenate([np.arange(self.bounds[i], self.bounds[i + 1]) for i in full])
         sims = h @ self.vectors[rows].astype(np.float32).T

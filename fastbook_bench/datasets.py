@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_datasets.ipynb #1f8cae63
 from __future__ import annotations
-import gzip, json, warnings
+import gzip, json, math, warnings, zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -13,8 +13,8 @@ from .scoring import normalize, normalize_all, trec_order
 
 # %% auto #0
 __all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset', 'dataset_files',
-           'load_dataset', 'write_dataset', 'to_run', 'write_run', 'read_run', 'write_poleval', 'read_poleval',
-           'question_id', 'benchmark_qrels']
+           'load_dataset', 'write_qrels', 'write_dataset', 'to_run', 'write_run', 'read_run', 'write_poleval',
+           'read_poleval', 'question_id', 'benchmark_qrels']
 
 # %% ../nbs/06_datasets.ipynb #caf55795
 class FormatError(ValueError):
@@ -22,6 +22,7 @@ class FormatError(ValueError):
 
 def _open_bytes(path:Path):
     "`path` opened for reading bytes, through gzip when it ends in `.gz`."
+    if path.is_dir(): raise FileNotFoundError(f"{path}: is a folder, not a file")
     if not path.is_file(): raise FileNotFoundError(f"{path}: no such file")
     return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
 
@@ -29,12 +30,15 @@ def _open_bytes(path:Path):
 def iter_lines(path:str|Path # a UTF-8 text file, optionally gzipped
               ) -> Iterator[tuple[int, str]]:
     "(line number, line) for each line of `path`, streamed; a line that is not UTF-8 is a `FormatError` naming it."
-    path = Path(path)
+    path, n = Path(path), 0
     with _open_bytes(path) as f:
-        for n, raw in enumerate(f, 1):
-            try: line = raw.decode('utf-8-sig' if n == 1 else 'utf-8')
-            except UnicodeDecodeError as e: raise FormatError(f"{path}, line {n}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-            yield n, line.rstrip('\r\n')
+        try:
+            for n, raw in enumerate(f, 1):
+                try: line = raw.decode('utf-8-sig' if n == 1 else 'utf-8')
+                except UnicodeDecodeError as e: raise FormatError(f"{path}, line {n}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+                yield n, line.rstrip('\r\n')
+        except (OSError, EOFError, zlib.error) as e:  # a damaged or truncated .gz
+            raise FormatError(f"{path}, line {n + 1}: cannot be read ({type(e).__name__}: {e})") from None
 
 # %% ../nbs/06_datasets.ipynb #8c4d69bb
 def iter_jsonl(path:str|Path # a JSON-lines file, optionally gzipped
@@ -57,6 +61,8 @@ def _records(path:str|Path, kind:str) -> Iterator[tuple[str, dict]]:
             raise FormatError(f"{path}, line {n}: no {kind} id (a non-empty '_id' or 'id' string)")
         if (i := str(i)) in seen: raise FormatError(f"{path}, line {n}: duplicate {kind} id {i!r} (first on line {seen[i]})")
         if not isinstance(o.get('text'), str): raise FormatError(f"{path}, line {n}: {kind} {i!r} has no 'text' string")
+        try: (i + o['text'] + (o['title'] if isinstance(o.get('title'), str) else '')).encode('utf-8')
+        except UnicodeEncodeError: raise FormatError(f"{path}, line {n}: {kind} {i!r} holds a lone surrogate (\\ud800-\\udfff), not text") from None
         seen[i] = n
         yield i, o
 
@@ -75,6 +81,7 @@ def read_queries(path:str|Path # BEIR queries.jsonl or PolEval questions.jl (opt
 # %% ../nbs/06_datasets.ipynb #6bf640e2
 def _judgement(path, n:int, line:str) -> tuple[str, str, int]:
     "(query id, doc id, relevance) of one qrels line."
+    line = line.rstrip()  # trailing tabs make no column
     f = line.split('\t') if '\t' in line else line.split()
     if len(f) not in (3, 4): raise FormatError(f"{path}, line {n}: expected 3 tab-separated columns (query id, doc id, relevance) "
                                                f"or 4 (TREC: query id, iteration, doc id, relevance), got {len(f)}")
@@ -84,15 +91,16 @@ def _judgement(path, n:int, line:str) -> tuple[str, str, int]:
 
 # %% ../nbs/06_datasets.ipynb #ca0a63db
 def _is_header(line:str) -> bool:
-    "Whether the first line of a qrels file is a header (its relevance column is not a number)."
+    "Whether the first line of a qrels file is a header: 3 or 4 columns, the relevance column not a number."
+    line = line.rstrip()
     f = line.split('\t') if '\t' in line else line.split()
+    if len(f) not in (3, 4): return False  # not a header: `_judgement` says what is wrong with it
     try: float(f[-1]); return False
-    except (ValueError, IndexError): return True
+    except ValueError: return True
 
-def _warn_unknown(path, what:str, unknown:list, where:str):
-    "One warning counting the judgements in `path` that name a `what` not in `where`."
-    if unknown: warnings.warn(f"{path}: {len(unknown)} judgements name a {what} not in the {where} (first: {unknown[0]}); "
-                              "they are kept and count as relevant documents no retriever can return", stacklevel=3)
+def _warn_unknown(path, unknown:list, what:str, consequence:str):
+    "One warning counting the `unknown` entries of `path`, and what becomes of them."
+    if unknown: warnings.warn(f"{path}: {len(unknown)} {what} (first: {unknown[0]}); {consequence}", stacklevel=3)
 
 # %% ../nbs/06_datasets.ipynb #29eac4fd
 def read_qrels(path:str|Path,                  # BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
@@ -107,7 +115,8 @@ def read_qrels(path:str|Path,                  # BEIR qrels/<split>.tsv, PolEval
             raise FormatError(f"{path}, line {n}: {q!r}/{d!r} judged {r}, but {qrels[q][d]} on line {first[q, d]}")
         first.setdefault((q, d), n); qrels.setdefault(q, {})[d] = r
         if corpus is not None and d not in corpus: unknown.append(f'{d!r} on line {n}')
-    _warn_unknown(path, 'document', unknown, 'corpus')
+    _warn_unknown(path, unknown, "judgements name a document not in the corpus",
+                  "they are kept and count as relevant documents no retriever can return")
     return qrels
 
 # %% ../nbs/06_datasets.ipynb #5363ce46
@@ -131,14 +140,15 @@ def _find(d:Path, name:str, split:str) -> Path|None:
 
 # %% ../nbs/06_datasets.ipynb #47d24ae6
 def dataset_files(path:str|Path,  # a BEIR or PolEval folder
-                  split:str='test' # which judgements (BEIR: qrels/<split>.tsv)
-                 ) -> tuple[str, Path, Path, Path]:
+                  split:str='test', # which judgements (BEIR: qrels/<split>.tsv)
+                  qrels:bool=True   # False: a folder without judgements is fine (the qrels file is then None)
+                 ) -> tuple[str, Path, Path, Path|None]:
     "(format, corpus file, queries file, qrels file) of a dataset folder."
     d = Path(path)
     for fmt, names in _LAYOUTS.items():
         files = [_find(d, n.format(split=split), split) for n in names]
         if files[0] is None: continue
-        if None in files: raise FileNotFoundError(f"{d}: a {fmt} folder needs {', '.join(n.format(split=split) for n in names)}; "
+        if None in files[:3 if qrels else 2]: raise FileNotFoundError(f"{d}: a {fmt} folder needs {', '.join(n.format(split=split) for n in names)}; "
                                                   f"{names[files.index(None)].format(split=split)} is missing")
         return (fmt, *files)
     raise FileNotFoundError(f"{d}: neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/{split}.tsv) "
@@ -152,10 +162,22 @@ def load_dataset(path:str|Path,   # a BEIR or PolEval folder
     _, cf, qf, jf = dataset_files(path, split)
     corpus, queries = read_corpus(cf), read_queries(qf)
     qrels = read_qrels(jf, corpus)
-    _warn_unknown(jf, 'query', [repr(q) for q in qrels if q not in queries], 'queries file')
+    _warn_unknown(jf, [repr(q) for q in qrels if q not in queries], "judged queries are not in the queries file",
+                  "they are never searched, so the means leave them out (or count them as 0 with `complete=True`)")
     return Dataset(corpus, queries, qrels)
 
 # %% ../nbs/06_datasets.ipynb #d0056566
+def write_qrels(qrels:dict[str, dict[str, int]], # {query id: {doc id: relevance}}
+                path:str|Path,                   # file to write
+                header:str='query-id\tcorpus-id\tscore' # first line (BEIR's; PolEval: question-id passage-id score)
+               ) -> Path:
+    "Write `qrels` as a tab-separated judgements file, refusing ids that hold a tab or a line break."
+    for q, docs in qrels.items():
+        for i in (q, *docs):
+            if not isinstance(i, str) or not i or any(c in i for c in '\t\r\n'):
+                raise ValueError(f"id {i!r} is empty or holds a tab or a line break, which a judgements file cannot hold")
+    return atomic_write(path, '\n'.join([header] + [f'{q}\t{d}\t{r}' for q, ds in qrels.items() for d, r in ds.items()]) + '\n')
+
 def write_dataset(ds:Dataset,         # the collection
                   path:str|Path,      # folder to write into
                   format:str='beir',  # 'beir' or 'poleval'
@@ -167,7 +189,7 @@ def write_dataset(ds:Dataset,         # the collection
     key, head = ('_id', 'query-id\tcorpus-id\tscore') if format == 'beir' else ('id', 'question-id\tpassage-id\tscore')
     atomic_write(cf, ''.join(json.dumps({key: i, 'text': t}, ensure_ascii=False) + '\n' for i, t in ds.corpus.items()))
     atomic_write(qf, ''.join(json.dumps({key: i, 'text': t}, ensure_ascii=False) + '\n' for i, t in ds.queries.items()))
-    atomic_write(jf, '\n'.join([head] + [f'{q}\t{d}\t{r}' for q, ds_ in ds.qrels.items() for d, r in ds_.items()]) + '\n')
+    write_qrels(ds.qrels, jf, head)
     return Path(path)
 
 # %% ../nbs/06_datasets.ipynb #082f7604
@@ -204,7 +226,8 @@ def read_run(path:str|Path # a TREC run file
         if not (f := line.split()): continue
         if len(f) != 6: raise FormatError(f"{path}, line {n}: expected 6 columns (query id, Q0, doc id, rank, score, tag), got {len(f)}")
         try: s = float(f[4])
-        except ValueError: raise FormatError(f"{path}, line {n}: score {f[4]!r} is not a number") from None
+        except ValueError: s = math.nan
+        if not math.isfinite(s): raise FormatError(f"{path}, line {n}: score {f[4]!r} is not a finite number")
         if f[2] in (docs := run.setdefault(f[0], {})): raise FormatError(f"{path}, line {n}: document {f[2]!r} retrieved twice for query {f[0]!r}")
         docs[f[2]] = s
     return run
@@ -220,6 +243,8 @@ def write_poleval(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
     lines = []
     for q in query_ids:
         ids = trec_order(run.get(q, {}))[:k]
+        if bad := [d for d in ids if '\t' in d or '\n' in d or '\r' in d or not d]:
+            raise ValueError(f"doc id {bad[0]!r} is empty or holds a tab or a line break, which a PolEval submission cannot hold")
         if fill is not None and len(ids) < k:
             have = set(ids); ids += [d for d in fill[:k + len(ids)] if d not in have][:k - len(ids)]
         lines.append('\t'.join(ids) + '\n')
@@ -230,6 +255,7 @@ def read_poleval(path:str|Path,            # a PolEval submission
                  query_ids:Sequence[str]   # the questions of the input file, in order
                 ) -> dict[str, dict[str, float]]:
     "`{query id: {doc id: score}}` from a PolEval submission; the passage at rank r of n scores n - r + 1."
+    if isinstance(query_ids, str): raise TypeError("query_ids must be a list of question ids, not one string")
     lines = [l for _, l in iter_lines(path)]
     if len(lines) != len(query_ids): raise FormatError(f"{path}: {len(lines)} lines for {len(query_ids)} questions; a submission has one line per question")
     run = {}

@@ -37,6 +37,8 @@ def cache_dir() -> Path:
     return Path(os.environ.get('XDG_CACHE_HOME') or Path.home()/'.cache')/'fastbook_bench'
 
 # %% ../nbs/00_documents.ipynb #5d7fb217
+_UMASK = os.umask(0o022); os.umask(_UMASK)  # read once: the permissions a plain `open` would give new files
+
 def atomic_write(path:str|Path, # file to (over)write
                  data:bytes|str # its whole content
                 ) -> Path:
@@ -46,6 +48,7 @@ def atomic_write(path:str|Path, # file to (over)write
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
     try:
         with os.fdopen(fd, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private (0600); give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True); raise

@@ -13,6 +13,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 from .documents import atomic_write, fingerprint
+from .datasets import write_qrels
 from .fts import BM25Retriever, Retriever, tokenize
 from .scoring import component_ranks
 
@@ -200,6 +201,9 @@ class LLMJudge(Judge):
                  temperature:float=0.0,           # sampling temperature (0: the model's most likely reply)
                  max_tokens:int|None=None):       # longest reply in tokens (None: the endpoint's default)
         render_prompt(prompt, '', '')  # fail now on a template without its fields
+        if not re.match(r'https?://', base_url): raise ValueError(f"the LLM base URL must start with http:// or https://, got {base_url!r}")
+        if not (isinstance(max_retries, int) and max_retries >= 0): raise ValueError(f"max_retries must be 0 or more, got {max_retries!r}")
+        if not timeout > 0: raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         base = base_url.rstrip('/')
         self.url = base if base.endswith('/chat/completions') else base + '/chat/completions'
         self.model, self.api_key_env, self.prompt, self.timeout = model, api_key_env, prompt, timeout
@@ -227,7 +231,9 @@ def _attempt(self, data:bytes) -> str:
         with urllib.request.urlopen(urllib.request.Request(self.url, data, headers), timeout=self.timeout) as r: raw = r.read()
     except urllib.error.HTTPError as e:
         if e.code in RETRY_STATUS: raise _Retry(f'HTTP {e.code}', _retry_after(e.headers.get('Retry-After'))) from None
-        raise LLMError(f"{self.url}: HTTP {e.code} {e.reason}: {e.read()[:300].decode('utf-8', 'replace')}") from None
+        hint = '' if e.code not in (401, 403) else (f" (the key comes from ${self.api_key_env}, which is not set)"
+                                                    if not os.environ.get(self.api_key_env) else f" (the key comes from ${self.api_key_env})")
+        raise LLMError(f"{self.url}: HTTP {e.code} {e.reason}{hint}: {e.read()[:300].decode('utf-8', 'replace')}") from None
     except (TimeoutError, socket.timeout, ConnectionError, http.client.HTTPException, urllib.error.URLError) as e:
         raise _Retry(f'{type(e).__name__}: {getattr(e, "reason", e)}') from None
     try: reply = json.loads(raw)['choices'][0]['message']['content']
@@ -315,7 +321,10 @@ def _check_record(r, fn, line:int) -> dict:
     "`r` if it is a judgment record, else a ValueError naming `fn` and `line`."
     if not isinstance(r, dict): raise ValueError(f"{fn}, line {line}: expected a JSON object, got {type(r).__name__}")
     if miss := [k for k in _LOG_KEYS if k not in r]: raise ValueError(f"{fn}, line {line}: no field {', '.join(map(repr, miss))}")
-    if r['label'] not in (None, 1, 2, 3, 4): raise ValueError(f"{fn}, line {line}: 'label' must be 1-4 or null, got {r['label']!r}")
+    if not (r['label'] is None or (type(r['label']) is int and 1 <= r['label'] <= 4)):
+        raise ValueError(f"{fn}, line {line}: 'label' must be 1-4 or null, got {r['label']!r}")
+    for f in ('query_id', 'doc_id'):
+        if not isinstance(r[f], str): raise ValueError(f"{fn}, line {line}: {f!r} must be a string, got {r[f]!r}")
     return r
 
 @patch_to(JudgmentLog)
@@ -336,8 +345,13 @@ def read(self) -> dict[tuple[str, str], dict]:
 # %% ../nbs/07_eval_set.ipynb #73952a9b
 @patch_to(JudgmentLog)
 def _repair(self):
-    "Cut off an unfinished last line left by an interrupted write."
+    "End the log with a newline: cut off an unfinished last line left by an interrupted write, or complete a whole one."
     if not self.path.is_file() or not (data := self.path.read_bytes()) or data.endswith(b'\n'): return
+    try: json.loads(data[data.rfind(b'\n') + 1:]); whole = True
+    except ValueError: whole = False
+    if whole:
+        with open(self.path, 'ab') as f: f.write(b'\n')
+        return
     print(f"fastbook_bench: {self.path}: dropping an unfinished last line", file=sys.stderr)
     with open(self.path, 'r+b') as f: f.truncate(data.rfind(b'\n') + 1)
 
@@ -352,6 +366,10 @@ def append(self, record:dict # one judgment
         with open(self.path, 'a', encoding='utf-8') as f: f.write(line); f.flush()
 
 # %% ../nbs/07_eval_set.ipynb #95b2721f
+def _texts_key(query:str, document:str) -> str:
+    "A short fingerprint of a pair's texts, so a rerun notices a query or document whose text changed."
+    return fingerprint(query, document)[:16]
+
 def judge_pairs(pairs:Sequence[tuple[str, str]], # (query id, doc id) pairs to judge
                 queries:Mapping[str, str], corpus:Mapping[str, str], # ids -> texts
                 judge:Judge,                 # who grades
@@ -364,7 +382,8 @@ def judge_pairs(pairs:Sequence[tuple[str, str]], # (query id, doc id) pairs to j
     def one(qid, did):
         t = time.perf_counter()
         label, reply = judge.judge(queries[qid], corpus[did])
-        rec = {'query_id': qid, 'doc_id': did, 'label': label, 'reply': reply, 'judge': judge.name, 'seconds': round(time.perf_counter() - t, 3)}
+        rec = {'query_id': qid, 'doc_id': did, 'label': label, 'reply': reply, 'judge': judge.name,
+               'texts': _texts_key(queries[qid], corpus[did]), 'seconds': round(time.perf_counter() - t, 3)}
         log.append(rec)
         return rec
     from tqdm.auto import tqdm
@@ -407,10 +426,11 @@ def _say_plan(plan:dict, proposers:Mapping, k:int, n_queries:int, price:float|No
 
 # %% ../nbs/07_eval_set.ipynb #d419295e
 def _write_tsv(fn:Path, qrels:dict):
-    "`qrels` as a BEIR qrels file (`query-id`, `corpus-id`, `score`, tab-separated), unless an id holds a tab or a newline."
-    if bad := [i for q, ds in qrels.items() for i in (q, *ds) if any(c in i for c in '\t\r\n')]:
-        return print(f"fastbook_bench: not writing {fn}: the id {bad[0]!r} holds a tab or a newline", file=sys.stderr)
-    atomic_write(fn, 'query-id\tcorpus-id\tscore\n' + ''.join(f'{q}\t{d}\t{g}\n' for q, ds in qrels.items() for d, g in ds.items()))
+    "`qrels` as a BEIR qrels file, unless an id cannot be written in one (then any older file goes): whether it was written."
+    try: write_qrels(qrels, fn); return True
+    except ValueError as e:
+        print(f"fastbook_bench: not writing {fn}: {e}", file=sys.stderr)
+        fn.unlink(missing_ok=True); return False
 
 # %% ../nbs/07_eval_set.ipynb #f389f52b
 def build_eval_set(queries:Mapping[str, str],  # query id -> text
@@ -428,26 +448,37 @@ def build_eval_set(queries:Mapping[str, str],  # query id -> text
                   ) -> dict:
     "Propose candidates, judge the ones not yet in the log, and write `relevance.json`; returns a summary."
     if not queries or not corpus: raise ValueError(f"need queries and documents; got {len(queries)} queries and {len(corpus)} documents")
-    relevance([], threshold)  # check the threshold before any work
+    relevance([], threshold)  # check the arguments before any work
+    if not isinstance(k, int) or k < 1: raise ValueError(f"k (--topk) must be a positive integer, got {k!r}")
+    if not isinstance(concurrency, int) or concurrency < 1: raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    if judge is None and not dry_run: raise ValueError("build_eval_set needs a judge unless dry_run=True")
+    if isinstance(proposers, str): proposers = [proposers]
     out, t0 = Path(out), time.perf_counter()
+    for p in (out, out/'judgments.jsonl'):
+        if p.exists() and p.is_dir() != (p == out): raise ValueError(f"{p} is a {'file' if p == out else 'folder'}; "
+                                                                      f"it must be {'a folder' if p == out else 'a file'} or absent")
     log = JudgmentLog(out/'judgments.jsonl'); done = log.read()
     _check_resume(done, judge, log.path)
+    if stale := [p for p, r in done.items() if 'texts' in r and p[0] in queries and p[1] in corpus
+                 and r['texts'] != _texts_key(queries[p[0]], corpus[p[1]])]:
+        print(f"fastbook_bench: {len(stale)} judged pairs have a changed query or document text; judging them again", file=sys.stderr)
+        for p in stale: del done[p]
     if not isinstance(proposers, Mapping): proposers = {s: make_proposer(s, list(corpus.values()), cache, progress) for s in proposers}
     cands = propose_candidates(queries, corpus, proposers, k)
     atomic_write(out/'candidates.jsonl', ''.join(json.dumps(c, ensure_ascii=False) + '\n' for c in cands))
     plan = plan_calls(cands, done, price_per_call)
     _say_plan(plan, proposers, k, len(queries), price_per_call)
     if dry_run: return plan
-    if judge is None: raise ValueError("build_eval_set needs a judge unless dry_run=True")
     todo = [(c['query_id'], c['doc_id']) for c in cands if (c['query_id'], c['doc_id']) not in done]
     done.update({(r['query_id'], r['doc_id']): r for r in judge_pairs(todo, queries, corpus, judge, log, concurrency, progress)})
     final = [done[c['query_id'], c['doc_id']] for c in cands]
     qrels = relevance(final, threshold)
     atomic_write(out/'relevance.json', json.dumps(qrels, indent=1, ensure_ascii=False) + '\n')
-    _write_tsv(out/'relevance.tsv', qrels)
+    tsv = _write_tsv(out/'relevance.tsv', qrels)
     grades = Counter(r['label'] for r in final)
     return {**plan, 'grades': {g: grades[g] for g in (4, 3, 2, 1, None) if grades[g]}, 'unlabelled': grades[None],
             'kept_pairs': sum(map(len, qrels.values())), 'queries_kept': len(qrels), 'queries_dropped': len(queries) - len(qrels),
+            'wrote': [f for f, w in (('candidates.jsonl', 1), ('judgments.jsonl', 1), ('relevance.json', 1), ('relevance.tsv', tsv)) if w],
             'seconds': round(time.perf_counter() - t0, 2)}
 
 # %% ../nbs/07_eval_set.ipynb #b6293aab

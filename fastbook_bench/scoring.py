@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_scoring.ipynb #c9c02ce0
 from __future__ import annotations
-import json, math
+import json, math, numbers
 from typing import Sequence
 from ftfy import fix_text
 from .documents import atomic_write, cache_dir, fingerprint
@@ -152,7 +152,7 @@ def parse_metric(name:str # e.g. 'nDCG@10'
                 ) -> tuple[str, int]:
     "`('ndcg', 10)` from `'nDCG@10'`, with a clear error for anything else."
     m, _, k = str(name).strip().lower().partition('@')
-    if m not in STANDARD_METRICS or not k.isdigit() or int(k) < 1:
+    if m not in STANDARD_METRICS or not (k.isascii() and k.isdigit()) or int(k) < 1:
         raise ValueError(f"Unknown metric {name!r}; use NAME@K with NAME one of {', '.join(STANDARD_METRICS)} "
                          "and K a positive integer, e.g. ndcg@10")
     return m, int(k)
@@ -161,8 +161,11 @@ def parse_metric(name:str # e.g. 'nDCG@10'
 def _check_nested(d, what:str):
     "Raise a TypeError unless `d` is `{query id: {doc id: value}}`."
     if not isinstance(d, dict): raise TypeError(f"{what} must be a dict {{query id: {{doc id: value}}}}, got {type(d).__name__}")
-    if bad := next((q for q, v in d.items() if not isinstance(v, dict)), None):
-        raise TypeError(f"{what}[{bad!r}] must be a dict {{doc id: value}}, got {type(d[bad]).__name__}")
+    for q, v in d.items():
+        if not isinstance(v, dict): raise TypeError(f"{what}[{q!r}] must be a dict {{doc id: value}}, got {type(v).__name__}")
+        for doc, x in v.items():
+            if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or (what == 'qrels' and x != int(x)):
+                raise TypeError(f"{what}[{q!r}][{doc!r}] must be {'an integer relevance' if what == 'qrels' else 'a number'}, got {x!r}")
 
 # %% ../nbs/02_scoring.ipynb #e11050d3
 def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded relevance}}
@@ -174,6 +177,7 @@ def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded 
             ) -> dict:
     "The standard metrics of `run` as trec_eval computes them: `{metric: mean}`, or per query."
     ms = {f'{m}@{k}': (STANDARD_METRICS[m], k) for m, k in map(parse_metric, [metrics] if isinstance(metrics, str) else metrics)}
+    if not ms: raise ValueError("no metric given; use NAME@K, e.g. ndcg@10")
     _check_nested(qrels, 'qrels'); _check_nested(run, 'run')
     per = {}
     for q in [q for q, rels in qrels.items() if rels and (complete or q in run)]:
