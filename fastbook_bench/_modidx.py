@@ -353,4 +353,6 @@ d = { 'settings': { 'branch': 'main',
                                               'fastbook_bench.single_vector.load_sentence_model': ( 'single_vector.html#load_sentence_model',
                                                                                                     'fastbook_bench/single_vector.py'),
                                               'fastbook_bench.single_vector.module_fingerprint': ( 'single_vector.html#module_fingerprint',
-                                                                                                   'fastbook_bench/single_vector.py')}}}
+                                                                                                   'fastbook_bench/single_vector.py'),
+                                              'fastbook_bench.single_vector.say_once': ( 'single_vector.html#say_once',
+                                                                                         'fastbook_bench/single_vector.py')}}}

@@ -13,7 +13,7 @@ from fastcore.basics import patch_to
 from tqdm.auto import tqdm
 from .documents import cache_dir, fingerprint
 from .fts import Retriever, _check_search, top_k
-from .single_vector import bundled_model_path, cached_arrays, load_sentence_model, module_fingerprint
+from .single_vector import bundled_model_path, cached_arrays, load_sentence_model, module_fingerprint, say_once
 
 # %% auto #0
 __all__ = ['DEFAULT_COLBERT', 'BUNDLED_COLBERT', 'make_colbert_checkpoint', 'bundled_colbert_checkpoint', 'load_colbert',
@@ -107,7 +107,7 @@ def load_colbert(model:str|None=None # hub id or folder (default: DEFAULT_COLBER
         except Exception as e: err = str(e)
         gc.collect()
     if model is not None and model != DEFAULT_COLBERT: raise ValueError(f"Could not load the ColBERT model {name!r}: {err}")
-    print(f"fastbook_bench: {name} is not available ({err.splitlines()[0] if err else 'error'}); using {BUNDLED_COLBERT}", file=sys.stderr)
+    say_once(f"fastbook_bench: {name} is not available ({err.splitlines()[0] if err else 'error'}); using {BUNDLED_COLBERT}")
     return load(bundled_colbert_checkpoint()), BUNDLED_COLBERT
 
 # %% ../nbs/04_colbert.ipynb #ef1415c4

