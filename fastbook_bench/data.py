@@ -9,32 +9,46 @@ from pathlib import Path
 from .core import atomic_write, cache_dir
 
 # %% auto #0
-__all__ = ['UPSTREAM_URL', 'CHAPTERS', 'DATA_FILES', 'DataNotFoundError', 'fetch', 'data_dir', 'load_benchmark', 'dataset_stats',
+__all__ = ['CHAPTERS', 'UPSTREAM_URL', 'DATA_FILES', 'DataNotFoundError', 'fetch', 'data_dir', 'load_benchmark', 'dataset_stats',
            'notebook_text', 'chapter_texts', 'load_keywords', 'question_id']
 
 # %% ../nbs/02_data.ipynb #124a91ac
-UPSTREAM_URL = "https://raw.githubusercontent.com/vishalbakshi/fastbook-benchmark/refs/heads/main/"
 CHAPTERS = {1: '01_intro', 2: '02_production', 4: '04_mnist_basics', 8: '08_collab',
             9: '09_tabular', 10: '10_nlp', 13: '13_convolutions'}
+
+# %% ../nbs/02_data.ipynb #ceb128bd
+UPSTREAM_URL = "https://raw.githubusercontent.com/vishalbakshi/fastbook-benchmark/refs/heads/main/"
+
+# %% ../nbs/02_data.ipynb #96409846
 DATA_FILES = {  # local path: (upstream path, sha256)
-    'fastbook-benchmark.json': ('fastbook-benchmark.json', '71ca5d36f00f9e442abde7b0cfa866fcfb8e9b583dae7efd43b8d10a63a57b92'),
-    'fts_keywords.csv': ('examples/fts_keywords.csv', 'c0e3bb55c82aaedc5b6fd8d338270ca88a022103e8aaeb890587fafc09223ce6'),
-    'chapters/01_intro.ipynb': ('data/01_intro.ipynb', '5578188ac3d09ad190de04a8cd920f3599adbfaf19ac13ea6c33c44e649b7136'),
-    'chapters/02_production.ipynb': ('data/02_production.ipynb', '3354594de647f0cac3a462021fd9b815cb24568516bd256b22a533834e22d549'),
-    'chapters/04_mnist_basics.ipynb': ('data/04_mnist_basics.ipynb', '80179e43c0e5660f1c66f04ca543ad04247bf3ab9b4906fbde9f7be223dc9b6e'),
-    'chapters/08_collab.ipynb': ('data/08_collab.ipynb', 'bbbfd0f56c2db7e2accf97fc695e869729d7b1833ced5a6f7076f4d0eec162d1'),
-    'chapters/09_tabular.ipynb': ('data/09_tabular.ipynb', 'a582f83d89afc99ef8169278e70b9549db41ebca08d51677028f559b0a56bca3'),
-    'chapters/10_nlp.ipynb': ('data/10_nlp.ipynb', '8415f22150ee5a39fb92a2f929905089df49756c8c21a05dbd2412967470ceb5'),
-    'chapters/13_convolutions.ipynb': ('data/13_convolutions.ipynb', '9c80db73221e0b6446874eb1b5c55b0aca24b787cd847541b161cae128dd84ef'),
+    'fastbook-benchmark.json':
+        ('fastbook-benchmark.json', '71ca5d36f00f9e442abde7b0cfa866fcfb8e9b583dae7efd43b8d10a63a57b92'),
+    'fts_keywords.csv':
+        ('examples/fts_keywords.csv', 'c0e3bb55c82aaedc5b6fd8d338270ca88a022103e8aaeb890587fafc09223ce6'),
+    'chapters/01_intro.ipynb':
+        ('data/01_intro.ipynb', '5578188ac3d09ad190de04a8cd920f3599adbfaf19ac13ea6c33c44e649b7136'),
+    'chapters/02_production.ipynb':
+        ('data/02_production.ipynb', '3354594de647f0cac3a462021fd9b815cb24568516bd256b22a533834e22d549'),
+    'chapters/04_mnist_basics.ipynb':
+        ('data/04_mnist_basics.ipynb', '80179e43c0e5660f1c66f04ca543ad04247bf3ab9b4906fbde9f7be223dc9b6e'),
+    'chapters/08_collab.ipynb':
+        ('data/08_collab.ipynb', 'bbbfd0f56c2db7e2accf97fc695e869729d7b1833ced5a6f7076f4d0eec162d1'),
+    'chapters/09_tabular.ipynb':
+        ('data/09_tabular.ipynb', 'a582f83d89afc99ef8169278e70b9549db41ebca08d51677028f559b0a56bca3'),
+    'chapters/10_nlp.ipynb':
+        ('data/10_nlp.ipynb', '8415f22150ee5a39fb92a2f929905089df49756c8c21a05dbd2412967470ceb5'),
+    'chapters/13_convolutions.ipynb':
+        ('data/13_convolutions.ipynb', '9c80db73221e0b6446874eb1b5c55b0aca24b787cd847541b161cae128dd84ef'),
 }
 
 # %% ../nbs/02_data.ipynb #2a35e9f4
 class DataNotFoundError(FileNotFoundError):
     "The fastbook-benchmark files could not be found or downloaded."
 
-_HOW = ("Point fastbook_bench at a local copy of fastbook-benchmark: pass `data=DIR` (command line: `--data DIR`) or set "
-        "FASTBOOK_BENCH_DATA=DIR, where DIR holds fastbook-benchmark.json, fts_keywords.csv and chapters/*.ipynb "
-        f"(from {UPSTREAM_URL}).")
+# %% ../nbs/02_data.ipynb #d6487557
+_HOW = ("Point fastbook_bench at a local copy of fastbook-benchmark: pass `data=DIR` (command line: `--data DIR`) "
+        "or set FASTBOOK_BENCH_DATA=DIR, where DIR holds fastbook-benchmark.json, fts_keywords.csv and "
+        f"chapters/*.ipynb (from {UPSTREAM_URL}).")
 
 # %% ../nbs/02_data.ipynb #91937897
 def fetch(url:str,            # where to download from (http(s):// or file://)
@@ -55,6 +69,7 @@ def fetch(url:str,            # where to download from (http(s):// or file://)
 # %% ../nbs/02_data.ipynb #7ac827d8
 def _missing(d:Path) -> list[str]: return [f for f in DATA_FILES if not (d/f).is_file()]
 
+# %% ../nbs/02_data.ipynb #8142c85b
 def data_dir(data:str|Path|None=None, # folder holding the data; default: FASTBOOK_BENCH_DATA, then the cache
              download:bool=True,      # fill the cache from upstream when files are missing
              base_url:str|None=None   # where to download from (default UPSTREAM_URL, or FASTBOOK_BENCH_URL)
@@ -96,7 +111,8 @@ def load_benchmark(data:str|Path|None=None # data folder, or a path to a fastboo
     "The benchmark's questions, checked for the keys scoring needs."
     fn = Path(data) if data and Path(data).is_file() else data_dir(data)/'fastbook-benchmark.json'
     try: d = json.loads(fn.read_text(encoding='utf-8'))
-    except json.JSONDecodeError as e: raise ValueError(f"{fn}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{fn}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
     qs = d.get('questions') if isinstance(d, dict) else None
     if not isinstance(qs, list): raise ValueError(f"{fn}: expected an object with a 'questions' list")
     return [_check_question(q, i, fn) for i, q in enumerate(qs)]
@@ -125,7 +141,7 @@ def notebook_text(path:str|Path # a chapter .ipynb
     try: nb = json.loads(Path(path).read_text(encoding='utf-8'))
     except json.JSONDecodeError as e: raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
     parts = []
-    for i, cell in enumerate(nb.get('cells', [])):
+    for cell in nb.get('cells', []):
         src = cell.get('source', '')
         src = ''.join(src) if isinstance(src, list) else src
         if cell.get('cell_type') == 'markdown' and '## Questionnaire' in src: break
@@ -139,6 +155,20 @@ def chapter_texts(data:str|Path|None=None # data folder (see `data_dir`)
     d = data_dir(data)
     return {ch: notebook_text(d/f'chapters/{nb}.ipynb') for ch, nb in CHAPTERS.items()}
 
+# %% ../nbs/02_data.ipynb #18e60da6
+def _keyword_rows(rows:csv.DictReader, fn:Path) -> dict[tuple[int, int], dict]:
+    "The rows of a keywords CSV keyed by (chapter, question_number), checked."
+    out = {}
+    for row in rows:
+        where = f"{fn}, line {rows.line_num}"
+        try: key = int(row['chapter']), int(row['question_number'])
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: chapter and question_number must be integers") from None
+        if key in out: raise ValueError(f"{where}: chapter {key[0]} question {key[1]} appears twice")
+        if row['keywords'] is None: raise ValueError(f"{where}: no keywords")
+        out[key] = row
+    return out
+
 # %% ../nbs/02_data.ipynb #26c888cb
 _KW_COLS = ('chapter', 'question_number', 'question_text', 'keywords')
 
@@ -148,15 +178,9 @@ def load_keywords(data:str|Path|None=None # data folder, or a path to a keywords
     fn = Path(data) if data and Path(data).is_file() else data_dir(data)/'fts_keywords.csv'
     with open(fn, newline='', encoding='utf-8') as f:
         rows = csv.DictReader(f)
-        if miss := [c for c in _KW_COLS if c not in (rows.fieldnames or [])]: raise ValueError(f"{fn}: no column {', '.join(miss)}")
-        out = {}
-        for row in rows:
-            try: key = int(row['chapter']), int(row['question_number'])
-            except (TypeError, ValueError): raise ValueError(f"{fn}, line {rows.line_num}: chapter and question_number must be integers") from None
-            if key in out: raise ValueError(f"{fn}, line {rows.line_num}: chapter {key[0]} question {key[1]} appears twice")
-            if row['keywords'] is None: raise ValueError(f"{fn}, line {rows.line_num}: no keywords")
-            out[key] = row
-    return out
+        if miss := [c for c in _KW_COLS if c not in (rows.fieldnames or [])]:
+            raise ValueError(f"{fn}: no column {', '.join(miss)}")
+        return _keyword_rows(rows, fn)
 
 # %% ../nbs/02_data.ipynb #255cc985
 def question_id(q:dict # a fastbook-benchmark question

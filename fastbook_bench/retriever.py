@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from typing import Iterable, Sequence
 import numpy as np
+from fastcore.basics import patch_to
 
 # %% auto #0
 __all__ = ['top_k', 'Retriever', 'check_search', 'FixedRetriever', 'search_batched']
@@ -50,20 +51,18 @@ class Retriever:
     def __len__(self): return len(self.passages)
     def __repr__(self): return f"{type(self).__name__}({len(self)} passages)"
 
-    def scores(self, queries:list[str]) -> Iterable[np.ndarray]:
-        "One score per passage for each query, higher is better."
-        raise NotImplementedError(f"{type(self).__name__} must implement `scores` or `search`")
-
-    def search(self, queries:Sequence[str], # query strings
-               k:int=10,                    # passages to return per query
-               subsets:Sequence[Sequence[int]|None]|None=None # allowed passage indices, one entry per query
-              ) -> list[list[tuple[int, float]]]:
-        "The best `k` `(passage index, score)` pairs for each query, best first."
-        queries, subsets = check_search(self, queries, k, subsets)
-        return [top_k(s, k, sub) for s, sub in zip(self.scores(queries), subsets)]
+# %% ../nbs/05_retriever.ipynb #52b0267d
+@patch_to(Retriever)
+def scores(self, queries:list[str]) -> Iterable[np.ndarray]:
+    "One score per passage for each query, higher is better."
+    raise NotImplementedError(f"{type(self).__name__} must implement `scores` or `search`")
 
 # %% ../nbs/05_retriever.ipynb #96afeb08
-def check_search(r:Retriever, queries, k, subsets):
+def check_search(r:Retriever,  # the retriever searched
+                 queries,      # should be a list (or other sequence) of strings
+                 k,            # should be a positive integer
+                 subsets       # None, or one entry per query: None or indices of passages of `r`
+                ) -> tuple[list[str], list]:
     "Validate `search` arguments, returning queries as a list and one subset per query."
     if isinstance(queries, str): raise TypeError("`queries` must be a list of strings, not one string")
     queries = list(queries)
@@ -77,28 +76,51 @@ def check_search(r:Retriever, queries, k, subsets):
             raise IndexError(f"subset holds passage indices outside 0..{len(r) - 1}")
     return queries, subsets
 
+# %% ../nbs/05_retriever.ipynb #52a7930f
+@patch_to(Retriever)
+def search(self, queries:Sequence[str], # query strings
+           k:int=10,                    # passages to return per query
+           subsets:Sequence[Sequence[int]|None]|None=None # allowed passage indices, one entry per query
+          ) -> list[list[tuple[int, float]]]:
+    "The best `k` `(passage index, score)` pairs for each query, best first."
+    queries, subsets = check_search(self, queries, k, subsets)
+    return [top_k(s, k, sub) for s, sub in zip(self.scores(queries), subsets)]
+
 # %% ../nbs/05_retriever.ipynb #4ab2b51b
 class FixedRetriever(Retriever):
     "Returns given rankings: `rankings[query]` is a list of (passage index, score), best first."
     name = 'fixed'
     def __init__(self, passages:Sequence[str], # the collection
                  rankings:dict[str, list[tuple[int, float]]]): # query -> ranked (index, score) pairs
-        super().__init__(passages); self.rankings = rankings
-    def search(self, queries, k=10, subsets=None):
-        queries, subsets = check_search(self, queries, k, subsets)
-        return [[(i, s) for i, s in self.rankings.get(q, []) if sub is None or i in sub][:k] for q, sub in zip(queries, subsets)]
+        super().__init__(passages)
+        self.rankings = {q: [(int(i), float(s)) for i, s in ranked] for q, ranked in rankings.items()}
+        for q, ranked in self.rankings.items():
+            if bad := [i for i, _ in ranked if not 0 <= i < len(self)]:
+                raise IndexError(f"the ranking of {q!r} holds passage {bad[0]}, outside 0..{len(self) - 1}")
+
+# %% ../nbs/05_retriever.ipynb #70ec8862
+@patch_to(FixedRetriever)
+def search(self, queries, k=10, subsets=None):
+    "The given ranking of each query, restricted to its subset and cut to `k`."
+    queries, subsets = check_search(self, queries, k, subsets)
+    out = []
+    for q, sub in zip(queries, subsets):
+        allowed = None if sub is None else set(sub)
+        out.append([(i, s) for i, s in self.rankings.get(q, []) if allowed is None or i in allowed][:k])
+    return out
 
 # %% ../nbs/05_retriever.ipynb #df828ea8
 def search_batched(retriever:Retriever,     # any retriever
                    queries:Sequence[str],    # query strings
                    k:int=10,                 # passages per query
                    subsets:Sequence|None=None, # allowed passage indices per query (None: all)
+                   *,
                    progress:bool=False,      # show a progress bar on stderr
                    desc:str='',              # the progress bar's label
                    batch:int=32              # queries per call to `search`
                   ) -> list[list[tuple[int, float]]]:
     "`retriever.search` over `queries`, `batch` at a time, with a progress bar."
-    subsets = [None] * len(queries) if subsets is None else list(subsets)
+    queries, subsets = check_search(retriever, queries, k, subsets)
     starts = range(0, len(queries), batch)
     if progress:
         from tqdm.auto import tqdm

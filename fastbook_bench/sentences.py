@@ -41,6 +41,7 @@ def _has_break(context:str) -> bool:
     toks = [t for line in context.split('\n') if line.strip() for t in _WORD_RE.findall(line)]
     return any(_is_break(a, b) for a, b in zip(toks, toks[1:]))
 
+# %% ../nbs/03_sentences.ipynb #08382557
 def _candidates(text:str):
     "Each candidate sentence end with its context: the word before it, the mark, and what follows."
     prev, prev_start, prev_stop = None, 0, 0

@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_testing.ipynb #926f6f28
 from __future__ import annotations
-import json, re, string, subprocess, sys, threading, time
+import contextlib, io, json, re, string, threading, time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,25 +23,36 @@ def tiny_collection() -> dict:
                 queries={'q1': 'cat', 'q2': 'dog barking', 'q3': 'bond prices'},
                 qrels={'q1': {'d1': 2, 'd3': 1, 'd5': 1, 'd2': 0}, 'q2': {'d2': 2, 'd3': 1}, 'q3': {'d6': 1}})
 
+# %% ../nbs/01_testing.ipynb #a3f7788c
+_TINY_WORDS = ('the a of and to in is cat dog sat mat on bark night apple pie recipe stock price fell '
+               'learning deep model data').split()
+
+def _tiny_vocab() -> list[str]:
+    "The tiny BERT's vocabulary: special tokens, characters, word pieces and a few words, each once."
+    chars = string.ascii_lowercase + string.digits
+    return list(dict.fromkeys(['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', *chars,
+                               *string.punctuation, *(f'##{c}' for c in chars), *_TINY_WORDS]))
+
 # %% ../nbs/01_testing.ipynb #579396dd
-def tiny_bert(dest, seed=0):
+def tiny_bert(dest:str|Path, # the folder to write (replaced whole if it exists)
+              seed:int=0     # seed of the random weights
+             ) -> Path:
     "A small random BERT with its tokenizer, saved to `dest`."
     import torch
     from transformers import BertConfig, BertModel, BertTokenizerFast
-    words = 'the a of and to in is cat dog sat mat on bark night apple pie recipe stock price fell learning deep model data'.split()
-    vocab = ['[PAD]', '[unused0]', '[unused1]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', *string.ascii_lowercase, *string.digits,
-             *string.punctuation, *(f'##{c}' for c in string.ascii_lowercase + string.digits), *words]
+    vocab = _tiny_vocab()
     def build(tmp):
-        (tmp/'vocab.txt').write_text('\n'.join(dict.fromkeys(vocab)) + '\n')
-        BertTokenizerFast(vocab_file=str(tmp/'vocab.txt'), do_lower_case=True, model_max_length=512).save_pretrained(tmp)
-        cfg = BertConfig(vocab_size=len(dict.fromkeys(vocab)), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        (tmp/'vocab.txt').write_text('\n'.join(vocab) + '\n')
+        tok = BertTokenizerFast(vocab_file=str(tmp/'vocab.txt'), do_lower_case=True, model_max_length=512)
+        tok.save_pretrained(tmp)
+        cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                          intermediate_size=128, max_position_embeddings=512, pad_token_id=0)
-        with torch.random.fork_rng(): torch.manual_seed(seed); BertModel(cfg).save_pretrained(tmp, safe_serialization=True)
+        with torch.random.fork_rng():  # leave the caller's random state alone
+            torch.manual_seed(seed); BertModel(cfg).save_pretrained(tmp, safe_serialization=True)
     return atomic_dir(dest, build)
 
 # %% ../nbs/01_testing.ipynb #e267dc66
 _MARK = re.compile(r'\[\[(429|500|slow|malformed)x(\d+)\]\]|\[\[nobox\]\]')
-_TAG = lambda tag, text: (m[1].strip() if (m := re.search(f'<{tag}>(.*?)</{tag}>', text, re.S)) else None)
 
 def _fault(content:str, n:int) -> str|None:
     "The scripted outcome of the `n`-th request (1-based) for a prompt `content`, from its markers."
@@ -49,26 +60,36 @@ def _fault(content:str, n:int) -> str|None:
     plan = [kind for kind, times in _MARK.findall(content) if kind for _ in range(int(times))]
     return plan[n - 1] if n <= len(plan) else None
 
+# %% ../nbs/01_testing.ipynb #00de15ca
+def _hash_label(query:str, document:str) -> int:
+    "A grade from 1 to 4 drawn from a hash of the pair: `FakeChatServer`'s default label."
+    return int(fingerprint(query, document)[:8], 16) % 4 + 1
+
 # %% ../nbs/01_testing.ipynb #c811ea24
 class FakeChatServer:
     "An OpenAI-compatible chat-completions server on 127.0.0.1 with deterministic grades and scripted faults."
-    def __init__(self, label:Callable[[str, str], int]|None=None, # grades (query, document); default: overlap_label
+    def __init__(self, label:Callable[[str, str], int]|None=None, # grades (query, document); default: a hash
                  slow_seconds:float=2.0, # how long a [[slowxN]] answer takes
                  retry_after:float=1,    # seconds sent in the Retry-After header of a 429
                  api_key:str|None=None,  # if set, requests must carry it as a bearer token
                  model:str='fake-judge'): # the model named in replies
-        self.label, self.slow_seconds, self.retry_after = label or overlap_label, slow_seconds, retry_after
+        self.label, self.slow_seconds, self.retry_after = label or _hash_label, slow_seconds, retry_after
         self.api_key, self.model = api_key, model
         self.hits, self._seen, self._lock = Counter(), Counter(), threading.Lock()
         self.httpd = None
 
-    @property
-    def url(self) -> str:
-        "The base URL to give a client: `http://127.0.0.1:PORT/v1`."
-        return f'http://127.0.0.1:{self.httpd.server_address[1]}/v1'
+# %% ../nbs/01_testing.ipynb #f8793d1b
+@patch_to(FakeChatServer, as_prop=True)
+def url(self) -> str:
+    "The base URL to give a client: `http://127.0.0.1:PORT/v1`."
+    return f'http://127.0.0.1:{self.httpd.server_address[1]}/v1'
 
-    def __enter__(self): return self.start()
-    def __exit__(self, *exc): self.stop()
+# %% ../nbs/01_testing.ipynb #5f7ec006
+@patch_to(FakeChatServer)
+def __enter__(self): return self.start()
+
+@patch_to(FakeChatServer)
+def __exit__(self, *exc): self.stop()
 
 # %% ../nbs/01_testing.ipynb #03a8724c
 @patch_to(FakeChatServer)
@@ -83,6 +104,7 @@ def start(self):
     threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
     return self
 
+# %% ../nbs/01_testing.ipynb #758148ab
 @patch_to(FakeChatServer)
 def stop(self):
     "Stop serving and close the socket."
@@ -93,47 +115,59 @@ def _send(h:BaseHTTPRequestHandler, status:int, body:bytes|dict, headers:dict|No
     "Write one HTTP response."
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     h.send_response(status)
-    for k, v in {'Content-Type': 'application/json', 'Content-Length': str(len(data)), **(headers or {})}.items(): h.send_header(k, v)
+    for k, v in {'Content-Type': 'application/json', 'Content-Length': str(len(data)), **(headers or {})}.items():
+        h.send_header(k, v)
     h.end_headers(); h.wfile.write(data)
 
+# %% ../nbs/01_testing.ipynb #47fda258
+@patch_to(FakeChatServer)
+def _count(self, outcome:str):
+    "Count one request with this `outcome` in `hits`."
+    with self._lock: self.hits[outcome] += 1
+
+# %% ../nbs/01_testing.ipynb #62fed692
 @patch_to(FakeChatServer)
 def _handle(self, h:BaseHTTPRequestHandler):
     "Answer one POST."
     raw = h.rfile.read(int(h.headers.get('Content-Length') or 0))
-    if h.path.rstrip('/') != '/v1/chat/completions': return self._count('not_found') or _send(h, 404, {'error': {'message': 'not found'}})
+    fail = lambda status, msg, headers=None: _send(h, status, {'error': {'message': msg}}, headers)
+    if h.path.rstrip('/') != '/v1/chat/completions': return self._count('not_found') or fail(404, 'not found')
     if self.api_key and h.headers.get('Authorization') != f'Bearer {self.api_key}':
-        return self._count('unauthorized') or _send(h, 401, {'error': {'message': 'invalid api key'}})
+        return self._count('unauthorized') or fail(401, 'invalid api key')
     try: content = [m['content'] for m in json.loads(raw)['messages'] if m.get('role') == 'user'][-1]
-    except (ValueError, KeyError, IndexError, TypeError): return self._count('bad_request') or _send(h, 400, {'error': {'message': 'no user message'}})
+    except (ValueError, KeyError, IndexError, TypeError):
+        return self._count('bad_request') or fail(400, 'no user message')
     with self._lock: self._seen[content] += 1; n = self._seen[content]
     fault = _fault(content, n)
     self._count(fault or 'ok')
-    if fault == '429': return _send(h, 429, {'error': {'message': 'rate limited'}}, {'Retry-After': str(self.retry_after)})
-    if fault == '500': return _send(h, 500, {'error': {'message': 'internal error'}})
+    if fault == '429': return fail(429, 'rate limited', {'Retry-After': str(self.retry_after)})
+    if fault == '500': return fail(500, 'internal error')
     if fault == 'malformed': return _send(h, 200, b'{"choices": [{"message": {"content": "cut')
     if fault == 'slow': time.sleep(self.slow_seconds)
     _send(h, 200, self._reply(content, fault == 'nobox'))
 
-# %% ../nbs/01_testing.ipynb #8efafd9c
-@patch_to(FakeChatServer)
-def _count(self, outcome:str):
-    with self._lock: self.hits[outcome] += 1
+# %% ../nbs/01_testing.ipynb #3196b6bc
+def _tag(tag:str, text:str) -> str|None:
+    "The stripped text between `<tag>` and `</tag>` in `text`, or None."
+    return m[1].strip() if (m := re.search(f'<{tag}>(.*?)</{tag}>', text, re.S)) else None
 
+# %% ../nbs/01_testing.ipynb #8efafd9c
 @patch_to(FakeChatServer)
 def _reply(self, content:str, nobox:bool=False) -> dict:
     "A chat.completion object grading the prompt `content`."
-    q, d = _TAG('query', content), _TAG('document', content)
+    q, d = _tag('query', content), _tag('document', content)
     if q is None or d is None: label = int(fingerprint(content)[:8], 16) % 4 + 1
-    else: label = self.label(q, _MARK.sub(' ', d))
+    else: label = self.label(q, _MARK.sub(' ', d).strip())
     text = "I cannot tell." if nobox else f"Comparing the document with the query. \\boxed{{{label}}}"
-    return {'id': f'chatcmpl-{fingerprint(content)[:12]}', 'object': 'chat.completion', 'created': 0, 'model': self.model,
+    n_in, n_out = len(content.split()), len(text.split())
+    return {'id': f'chatcmpl-{fingerprint(content)[:12]}', 'object': 'chat.completion', 'created': 0,
+            'model': self.model,
             'choices': [{'index': 0, 'message': {'role': 'assistant', 'content': text}, 'finish_reason': 'stop'}],
-            'usage': {'prompt_tokens': len(content.split()), 'completion_tokens': len(text.split()), 'total_tokens': len(content.split()) + len(text.split())}}
+            'usage': {'prompt_tokens': n_in, 'completion_tokens': n_out, 'total_tokens': n_in + n_out}}
 
 # %% ../nbs/01_testing.ipynb #dbb6e8d6
 def run_cli(*argv:str) -> tuple[int, str, str]:
     "Exit status, stdout and stderr of `fastbook-bench ARGV`, run in this process."
-    import contextlib, io
     from fastbook_bench.cli import main
     o, e = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e): rc = main(list(argv))
