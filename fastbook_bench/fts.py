@@ -5,15 +5,17 @@
 # %% ../nbs/06_fts.ipynb #7bed4075
 from __future__ import annotations
 import os, re, sqlite3, tempfile
+from collections import Counter
+from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import numpy as np
 from fastcore.basics import patch_to
 from .core import fingerprint
-from .retriever import Retriever, check_search, top_k
+from .retriever import Retriever, check_search
 
 # %% auto #0
-__all__ = ['BM25_BACKENDS', 'fts_query', 'FTS5Retriever', 'tokenize', 'tokenize_identifiers', 'okapi_idf', 'BM25Retriever']
+__all__ = ['BM25_BACKENDS', 'fts_query', 'FTS5Retriever', 'tokenize', 'okapi_idf', 'BM25Retriever', 'tokenize_identifiers']
 
 # %% ../nbs/06_fts.ipynb #2c75d56e
 def fts_query(text:str # any user string
@@ -27,22 +29,13 @@ def fts_query(text:str # any user string
 class FTS5Retriever(Retriever):
     "SQLite FTS5 full-text search, ranked by its bm25; any string is a valid query."
     name = 'fts5'
-    def __init__(self, passages:Sequence[str],          # the collection to search
-                 labels:Sequence|None=None,             # a label per passage, stored beside it (e.g. its chapter)
-                 path:str|Path|None=None):              # database file to build or reuse (default: in memory)
+    def __init__(self, passages:Sequence[str],  # the collection to search
+                 labels:Sequence|None=None,     # a label per passage, stored beside it (e.g. its chapter)
+                 path:str|Path|None=None):      # database file to build or reuse (default: in memory)
         super().__init__(passages)
         self.labels = [''] * len(self) if labels is None else [str(l) for l in labels]
         if len(self.labels) != len(self): raise ValueError(f"{len(self.labels)} labels for {len(self)} passages")
-        key = fingerprint(self.passages, self.labels)
-        if path is None: self.con = self._build(':memory:', key)
-        else:
-            path = Path(path)
-            self.con = self._open(path, key)
-            if self.con is None:
-                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix='.tmp'); os.close(fd); os.unlink(tmp)
-                try: self._build(tmp, key).close(); os.replace(tmp, path)
-                finally: Path(tmp).unlink(missing_ok=True)
-                self.con = sqlite3.connect(path)
+        self.con = self._connect(None if path is None else Path(path), fingerprint(self.passages, self.labels))
 
 # %% ../nbs/06_fts.ipynb #c5d5f932
 @patch_to(FTS5Retriever)
@@ -56,6 +49,7 @@ def _build(self, db:str, key:str) -> sqlite3.Connection:
     con.commit()
     return con
 
+# %% ../nbs/06_fts.ipynb #de94ff8d
 @patch_to(FTS5Retriever)
 def _open(self, path:Path, key:str) -> sqlite3.Connection|None:
     "An open connection to `path` if it holds this very index, else None."
@@ -67,82 +61,58 @@ def _open(self, path:Path, key:str) -> sqlite3.Connection|None:
     except sqlite3.DatabaseError: pass
     return None
 
+# %% ../nbs/06_fts.ipynb #fc3f97ba
+@patch_to(FTS5Retriever)
+def _connect(self, path:Path|None, key:str) -> sqlite3.Connection:
+    "The index: in memory, reused from `path`, or built in a temporary file renamed to `path`."
+    if path is None: return self._build(':memory:', key)
+    if (con := self._open(path, key)) is not None: return con
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix='.tmp'); os.close(fd); os.unlink(tmp)
+    try: self._build(tmp, key).close(); os.replace(tmp, path)
+    finally: Path(tmp).unlink(missing_ok=True)
+    return sqlite3.connect(path)
+
 # %% ../nbs/06_fts.ipynb #e797eb69
 @patch_to(FTS5Retriever)
-def search(self, queries:Sequence[str], k:int=10, subsets:Sequence[Sequence[int]|None]|None=None) -> list[list[tuple[int, float]]]:
+def _search_one(self, query:str, k:int, subset:Sequence[int]|None) -> list[tuple[int, float]]:
+    "The best `k` `(passage index, -bm25)` matches of `query` within `subset`."
+    if not (m := fts_query(query)): return []
+    sql = "SELECT rowid - 1, -rank FROM passages WHERE passages MATCH ? ORDER BY rank"
+    if subset is None: return [(int(i), float(s)) for i, s in self.con.execute(sql + " LIMIT ?", (m, int(k)))]
+    allowed = set(map(int, subset))
+    return list(islice(((int(i), float(s)) for i, s in self.con.execute(sql, (m,)) if i in allowed), k))
+
+# %% ../nbs/06_fts.ipynb #83d1961b
+@patch_to(FTS5Retriever)
+def search(self, queries:Sequence[str], # any strings
+           k:int=10,                    # passages to return per query
+           subsets:Sequence[Sequence[int]|None]|None=None # allowed passage indices, one entry per query
+          ) -> list[list[tuple[int, float]]]:
     "The best `k` `(passage index, -bm25)` pairs for each query; passages matching no term are left out."
     queries, subsets = check_search(self, queries, k, subsets)
-    out = []
-    for q, sub in zip(queries, subsets):
-        if not (m := fts_query(q)): out.append([]); continue
-        if sub is None:
-            rows = self.con.execute("SELECT rowid - 1, -rank FROM passages WHERE passages MATCH ? ORDER BY rank LIMIT ?", (m, int(k)))
-            out.append([(int(i), float(s)) for i, s in rows]); continue
-        allowed, hits = set(map(int, sub)), []  # walk the ranked matches, keeping allowed ones
-        for i, s in self.con.execute("SELECT rowid - 1, -rank FROM passages WHERE passages MATCH ? ORDER BY rank", (m,)):
-            if i in allowed:
-                hits.append((int(i), float(s)))
-                if len(hits) == k: break
-        out.append(hits)
-    return out
+    return [self._search_one(q, k, sub) for q, sub in zip(queries, subsets)]
+
+# %% ../nbs/06_fts.ipynb #d835895f
+_WORD = re.compile(r'\w+')
 
 # %% ../nbs/06_fts.ipynb #401e0c11
-_WORD = re.compile(r'\w+')
 def tokenize(text:str # any string
             ) -> list[str]:
     "Lower-cased `\\w+` tokens."
     return _WORD.findall(text.lower())
-
-# %% ../nbs/06_fts.ipynb #8100f2e4
-_CAMEL = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
-
-def tokenize_identifiers(text:str # any text
-                        ) -> list[str]:
-    "Lower-cased `\\w+` words, each snake_case or camelCase identifier followed by its parts."
-    out = []
-    for w in re.findall(r'\w+', text):
-        parts = [p.lower() for piece in w.split('_') for p in _CAMEL.findall(piece)]
-        out += [w.lower()] + (parts if len(parts) > 1 else [])
-    return out
 
 # %% ../nbs/06_fts.ipynb #bbdf7bd6
 def okapi_idf(docs:list[list[str]], # tokenised passages
               epsilon:float=0.25     # negative IDFs become epsilon × the mean IDF
              ) -> dict[str, float]:
     "BM25Okapi's IDF per term: log((N - n + 0.5) / (n + 0.5)), negatives floored at `epsilon` × the mean."
-    df = {}
-    for d in docs:
-        for t in set(d): df[t] = df.get(t, 0) + 1
-    n = len(docs)
+    df, n = Counter(t for d in docs for t in set(d)), len(docs)
     idf = {t: float(np.log(n - f + 0.5) - np.log(f + 0.5)) for t, f in df.items()}
     floor = epsilon * sum(idf.values()) / max(len(idf), 1)
     return {t: (floor if v < 0 else v) for t, v in idf.items()}
 
-# %% ../nbs/06_fts.ipynb #8c94e834
+# %% ../nbs/06_fts.ipynb #64381d7e
 BM25_BACKENDS = ('rank_bm25', 'bm25s')
-
-class BM25Retriever(Retriever):
-    "Okapi BM25 over lower-cased word tokens, with rank-bm25 or bm25s as the engine."
-    name = 'bm25'
-    def __init__(self, passages:Sequence[str],          # the collection to search
-                 backend:str='rank_bm25',               # 'rank_bm25' (reference) or 'bm25s' (faster, same scores)
-                 k1:float=1.5, b:float=0.75, epsilon:float=0.25, # Okapi parameters (rank-bm25's defaults)
-                 tokenizer:Callable[[str], list[str]]=tokenize):  # text -> tokens, for passages and queries
-        super().__init__(passages)
-        if backend not in BM25_BACKENDS: raise ValueError(f"Unknown BM25 backend {backend!r}; choose from {', '.join(BM25_BACKENDS)}")
-        if not self.passages: raise ValueError("BM25 needs at least one passage")
-        self.backend, self.k1, self.b, self.epsilon, self.tokenizer = backend, k1, b, epsilon, tokenizer
-        docs = [tokenizer(p) for p in self.passages]
-        self.engine = _rank_bm25_index(docs, k1, b, epsilon) if backend == 'rank_bm25' else _bm25s_index(docs, k1, b, epsilon)
-
-    def scores(self, queries:list[str]) -> Iterable[np.ndarray]:
-        "BM25 score of every passage for each query."
-        for q in queries:
-            toks = self.tokenizer(q)
-            if self.backend == 'rank_bm25': yield self.engine.get_scores(toks)
-            else:
-                ids = self.engine.get_tokens_ids(toks)
-                yield self.engine.get_scores_from_ids(ids) if ids else np.zeros(len(self))
 
 # %% ../nbs/06_fts.ipynb #3c0cbd9f
 def _rank_bm25_index(docs, k1, b, epsilon):
@@ -150,6 +120,7 @@ def _rank_bm25_index(docs, k1, b, epsilon):
     from rank_bm25 import BM25Okapi
     return BM25Okapi(docs, k1=k1, b=b, epsilon=epsilon)
 
+# %% ../nbs/06_fts.ipynb #202caae1
 def _bm25s_index(docs, k1, b, epsilon):
     "A bm25s index of tokenised `docs` whose precomputed scores use BM25Okapi's IDF and (k1 + 1) scale."
     import bm25s
@@ -162,3 +133,44 @@ def _bm25s_index(docs, k1, b, epsilon):
             nt = int(ptr[j + 1] - ptr[j])
             data[ptr[j]:ptr[j + 1]] *= (k1 + 1) * idf[t] / np.log(1 + (n - nt + 0.5) / (nt + 0.5))
     return r
+
+# %% ../nbs/06_fts.ipynb #8c94e834
+class BM25Retriever(Retriever):
+    "Okapi BM25 over lower-cased word tokens, with rank-bm25 or bm25s as the engine."
+    name = 'bm25'
+    def __init__(self, passages:Sequence[str],  # the collection to search
+                 backend:str='rank_bm25',       # 'rank_bm25' (reference) or 'bm25s' (faster, same scores)
+                 k1:float=1.5,                  # term-frequency saturation
+                 b:float=0.75,                  # length normalisation
+                 epsilon:float=0.25,            # negative IDFs become epsilon × the mean IDF
+                 tokenizer:Callable[[str], list[str]]=tokenize): # text -> tokens, for passages and queries
+        super().__init__(passages)
+        if backend not in BM25_BACKENDS:
+            raise ValueError(f"Unknown BM25 backend {backend!r}; choose from {', '.join(BM25_BACKENDS)}")
+        if not self.passages: raise ValueError("BM25 needs at least one passage")
+        self.backend, self.k1, self.b, self.epsilon, self.tokenizer = backend, k1, b, epsilon, tokenizer
+        index = _rank_bm25_index if backend == 'rank_bm25' else _bm25s_index
+        self.engine = index([tokenizer(p) for p in self.passages], k1, b, epsilon)
+
+# %% ../nbs/06_fts.ipynb #e9eb730c
+@patch_to(BM25Retriever)
+def scores(self, queries:list[str]) -> Iterable[np.ndarray]:
+    "BM25 score of every passage for each query."
+    for q in queries:
+        toks = self.tokenizer(q)
+        if self.backend == 'rank_bm25': yield self.engine.get_scores(toks)
+        elif ids := self.engine.get_tokens_ids(toks): yield self.engine.get_scores_from_ids(ids)
+        else: yield np.zeros(len(self))
+
+# %% ../nbs/06_fts.ipynb #a09ad1f5
+_CAMEL = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
+
+# %% ../nbs/06_fts.ipynb #8100f2e4
+def tokenize_identifiers(text:str # any text
+                        ) -> list[str]:
+    "Lower-cased `\\w+` words, each snake_case or camelCase identifier followed by its parts."
+    out = []
+    for w in _WORD.findall(text):
+        parts = [p.lower() for piece in w.split('_') for p in _CAMEL.findall(piece)]
+        out += [w.lower()] + (parts if len(parts) > 1 else [])
+    return out

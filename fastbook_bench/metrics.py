@@ -19,12 +19,16 @@ def trec_order(docs:dict[str, float] # one query's run: doc id -> score
 
 # %% ../nbs/08_metrics.ipynb #096cd19a
 def _n_relevant(rels:dict) -> int: return sum(r >= 1 for r in rels.values())
+
+# %% ../nbs/08_metrics.ipynb #7317da8f
 def _found(rels:dict, ranking:list, k:int) -> list[bool]: return [rels.get(d, 0) >= 1 for d in ranking[:k]]
 
+# %% ../nbs/08_metrics.ipynb #a9e492a5
 def precision_at(rels:dict, ranking:list, k:int) -> float:
     "P@k: relevant documents in the top `k`, over `k`."
     return sum(_found(rels, ranking, k)) / k
 
+# %% ../nbs/08_metrics.ipynb #2e8db3b7
 def recall_at(rels:dict, ranking:list, k:int) -> float:
     "Recall@k: relevant documents in the top `k`, over all relevant documents of the query."
     n = _n_relevant(rels)
@@ -35,12 +39,14 @@ def mrr_at(rels:dict, ranking:list, k:int) -> float:
     "Reciprocal rank of the first relevant document in the top `k` (0 if none)."
     return next((1 / i for i, f in enumerate(_found(rels, ranking, k), 1) if f), 0.0)
 
+# %% ../nbs/08_metrics.ipynb #af3e15d8
 def hit_at(rels:dict, ranking:list, k:int) -> float:
     "1 if a relevant document is in the top `k`, else 0."
     return float(any(_found(rels, ranking, k)))
 
+# %% ../nbs/08_metrics.ipynb #aaba434f
 def map_at(rels:dict, ranking:list, k:int) -> float:
-    "Average precision cut at `k`: the mean over all relevant documents of P@rank, counting 0 for those not in the top `k`."
+    "Average precision cut at `k`: the mean over all relevant documents of P@rank, 0 for those not in the top `k`."
     n, hits, total = _n_relevant(rels), 0, 0.0
     for i, f in enumerate(_found(rels, ranking, k), 1):
         if f: hits += 1; total += hits / i
@@ -49,15 +55,20 @@ def map_at(rels:dict, ranking:list, k:int) -> float:
 # %% ../nbs/08_metrics.ipynb #c96daeca
 def _dcg(gains) -> float: return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
 
+# %% ../nbs/08_metrics.ipynb #5ee1a42b
 def ndcg_at(rels:dict, ranking:list, k:int) -> float:
     "nDCG@k with the labels as gains (negative ones count 0), over the DCG of the ideal order of all labels."
     ideal = _dcg(sorted((max(r, 0) for r in rels.values()), reverse=True)[:k])
     return _dcg([max(rels.get(d, 0), 0) for d in ranking[:k]]) / ideal if ideal else 0.0
 
 # %% ../nbs/08_metrics.ipynb #61b2f517
-STANDARD_METRICS = {'ndcg': ndcg_at, 'mrr': mrr_at, 'recall': recall_at, 'map': map_at, 'p': precision_at, 'hit': hit_at}
+STANDARD_METRICS = {'ndcg': ndcg_at, 'mrr': mrr_at, 'recall': recall_at, 'map': map_at, 'p': precision_at,
+                    'hit': hit_at}
+
+# %% ../nbs/08_metrics.ipynb #d8f852c7
 DEFAULT_METRICS = ('ndcg@10', 'mrr@10', 'recall@10', 'map@10', 'p@10', 'hit@10')
 
+# %% ../nbs/08_metrics.ipynb #003133f5
 def parse_metric(name:str # e.g. 'nDCG@10'
                 ) -> tuple[str, int]:
     "`('ndcg', 10)` from `'nDCG@10'`, with a clear error for anything else."
@@ -68,32 +79,54 @@ def parse_metric(name:str # e.g. 'nDCG@10'
     return m, int(k)
 
 # %% ../nbs/08_metrics.ipynb #d37a4e6c
+def _check_value(what:str, q, doc, x):
+    "Raise a TypeError unless `x` is a finite number (an integer for qrels)."
+    number = not isinstance(x, bool) and isinstance(x, numbers.Real) and math.isfinite(x)
+    if not number or (what == 'qrels' and x != int(x)):
+        kind = 'an integer relevance' if what == 'qrels' else 'a number'
+        raise TypeError(f"{what}[{q!r}][{doc!r}] must be {kind}, got {x!r}")
+
+# %% ../nbs/08_metrics.ipynb #ec796978
 def _check_nested(d, what:str):
     "Raise a TypeError unless `d` is `{query id: {doc id: value}}`."
-    if not isinstance(d, dict): raise TypeError(f"{what} must be a dict {{query id: {{doc id: value}}}}, got {type(d).__name__}")
+    if not isinstance(d, dict):
+        raise TypeError(f"{what} must be a dict {{query id: {{doc id: value}}}}, got {type(d).__name__}")
     for q, v in d.items():
-        if not isinstance(v, dict): raise TypeError(f"{what}[{q!r}] must be a dict {{doc id: value}}, got {type(v).__name__}")
-        for doc, x in v.items():
-            if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or (what == 'qrels' and x != int(x)):
-                raise TypeError(f"{what}[{q!r}][{doc!r}] must be {'an integer relevance' if what == 'qrels' else 'a number'}, got {x!r}")
+        if not isinstance(v, dict):
+            raise TypeError(f"{what}[{q!r}] must be a dict {{doc id: value}}, got {type(v).__name__}")
+        for doc, x in v.items(): _check_value(what, q, doc, x)
+
+# %% ../nbs/08_metrics.ipynb #198dac7b
+def _metric_fns(metrics:str|Sequence[str]) -> dict:
+    "`{name: (metric function, k)}` for one metric name or several."
+    names = [metrics] if isinstance(metrics, str) else metrics
+    ms = {f'{m}@{k}': (STANDARD_METRICS[m], k) for m, k in map(parse_metric, names)}
+    if not ms: raise ValueError("no metric given; use NAME@K, e.g. ndcg@10")
+    return ms
+
+# %% ../nbs/08_metrics.ipynb #09867e69
+def _per_query(qrels:dict, run:dict, ms:dict, ignore_identical_ids:bool, complete:bool) -> dict:
+    "`{query id: {metric: value}}` for the judged queries of `run` (of the qrels when `complete`)."
+    per = {}
+    for q in [q for q, rels in qrels.items() if rels and (complete or q in run)]:
+        ranking = trec_order({d: s for d, s in run.get(q, {}).items() if not (ignore_identical_ids and d == q)})
+        per[q] = {name: f(qrels[q], ranking, k) for name, (f, k) in ms.items()}
+    return per
 
 # %% ../nbs/08_metrics.ipynb #e11050d3
 def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded relevance}}
              run:dict[str, dict[str, float]],      # {query id: {doc id: score}}, higher is better
              metrics:Sequence[str]=DEFAULT_METRICS, # NAME@K with NAME in ndcg, mrr, recall, map, p, hit
+             *,
              per_query:bool=False,                 # return {query id: {metric: value}} instead of the means
              ignore_identical_ids:bool=False,      # drop a retrieved document whose id equals the query id
-             complete:bool=False                   # average over all qrels queries, absent ones scoring 0 (trec_eval -c)
+             complete:bool=False                   # average over all qrels queries, absent ones 0 (trec_eval -c)
             ) -> dict:
     "The standard metrics of `run` as trec_eval computes them: `{metric: mean}`, or per query."
-    ms = {f'{m}@{k}': (STANDARD_METRICS[m], k) for m, k in map(parse_metric, [metrics] if isinstance(metrics, str) else metrics)}
-    if not ms: raise ValueError("no metric given; use NAME@K, e.g. ndcg@10")
+    ms = _metric_fns(metrics)
     _check_nested(qrels, 'qrels'); _check_nested(run, 'run')
-    per = {}
-    for q in [q for q, rels in qrels.items() if rels and (complete or q in run)]:
-        docs = run.get(q, {})
-        ranking = trec_order({d: s for d, s in docs.items() if d != q} if ignore_identical_ids else docs)
-        per[q] = {name: f(qrels[q], ranking, k) for name, (f, k) in ms.items()}
+    per = _per_query(qrels, run, ms, ignore_identical_ids, complete)
     if per_query: return per
-    if not per: raise ValueError(f"No query is in both the qrels ({len(qrels)} queries) and the run ({len(run)} queries)")
+    if not per:
+        raise ValueError(f"No query is in both the qrels ({len(qrels)} queries) and the run ({len(run)} queries)")
     return {name: sum(v[name] for v in per.values()) / len(per) for name in ms}

@@ -15,9 +15,10 @@ from .retriever import Retriever, search_batched
 __all__ = ['normalize', 'normalize_all', 'component_ranks', 'modified_mrr', 'modified_recall', 'score_rows', 'summarize',
            'score_run', 'question_queries', 'score_retriever']
 
-# %% ../nbs/07_scoring.ipynb #65c43189
-_fixed: dict[str, str] = {}
+# %% ../nbs/07_scoring.ipynb #7b7602c7
+_fixed: dict[str, str] = {}  # text -> fix_text(text)
 
+# %% ../nbs/07_scoring.ipynb #65c43189
 def normalize(text:str # a passage or a context
              ) -> str:
     "`ftfy.fix_text(text)`, remembered: the form in which contexts are looked for in passages."
@@ -44,9 +45,9 @@ def normalize_all(texts:Sequence[str], # passages of a corpus
     return fixed
 
 # %% ../nbs/07_scoring.ipynb #b610557e
-def component_ranks(question:dict,        # a fastbook-benchmark question
+def component_ranks(question:dict,          # a fastbook-benchmark question
                     passages:Sequence[str], # retrieved passages, best first
-                    k:int=10              # cutoff
+                    k:int=10                # cutoff
                    ) -> list[int|None]:
     "Per answer component, the 1-based rank of the first of the top-`k` `passages` holding one of its contexts."
     found = [normalize(p) for p in passages[:k]]
@@ -57,12 +58,19 @@ def component_ranks(question:dict,        # a fastbook-benchmark question
     return ranks
 
 # %% ../nbs/07_scoring.ipynb #b969e670
-def modified_mrr(question:dict, passages:Sequence[str], k:int=10) -> float:
+def modified_mrr(question:dict,          # a fastbook-benchmark question
+                 passages:Sequence[str], # retrieved passages, best first
+                 k:int=10                # cutoff
+                ) -> float:
     "1 / the rank by which all answer components are found in the top `k`, or 0 if one is missing."
     ranks = component_ranks(question, passages, k)
     return 0.0 if not ranks or None in ranks else 1.0 / max(ranks)
 
-def modified_recall(question:dict, passages:Sequence[str], k:int=10) -> float:
+# %% ../nbs/07_scoring.ipynb #8cfe7022
+def modified_recall(question:dict,          # a fastbook-benchmark question
+                    passages:Sequence[str], # retrieved passages, best first
+                    k:int=10                # cutoff
+                   ) -> float:
     "The fraction of answer components found in the top `k` passages."
     ranks = component_ranks(question, passages, k)
     return sum(r is not None for r in ranks) / len(ranks) if ranks else 0.0
@@ -97,7 +105,11 @@ def summarize(rows:list[dict], # rows from `score_rows`, any number of methods
     return out
 
 # %% ../nbs/07_scoring.ipynb #684990f5
-def score_run(questions:list[dict], runs:Sequence[Sequence[str]], method:str='', k:int=10):
+def score_run(questions:list[dict],          # as returned by `load_benchmark`
+              runs:Sequence[Sequence[str]],  # retrieved passages per question, best first
+              method:str='',                 # name recorded in each row
+              k:int=10                       # cutoff
+             ):
     "`score_rows` as a pandas DataFrame."
     import pandas as pd
     return pd.DataFrame(score_rows(questions, runs, method, k))
