@@ -15,13 +15,14 @@ from .scoring import normalize, summarize
 __all__ = ['component_chunks', 'best_cover', 'ceiling_rows', 'ceiling_summary']
 
 # %% ../nbs/12_ceiling.ipynb #1d870142
-def component_chunks(question:dict,          # a fastbook-benchmark question
-                     passages:Sequence[str], # the chunks
+def component_chunks(question:dict,           # a fastbook-benchmark question
+                     passages:Sequence[str],  # the chunks
                      candidates:Sequence[int] # indices of the chunks the question may retrieve (its chapter)
                     ) -> list[set[int]]:
     "For each answer component, the candidate chunks containing one of its contexts."
     found = {i: normalize(passages[i]) for i in candidates}
-    return [{i for i, p in found.items() if any(normalize(c) in p for c in ac['context'] if c)} for ac in question['answer_context']]
+    return [{i for i, p in found.items() if any(normalize(c) in p for c in ac['context'] if c)}
+            for ac in question['answer_context']]
 
 # %% ../nbs/12_ceiling.ipynb #6b563d16
 def best_cover(comps:list[set[int]], # chunks holding each component
@@ -66,5 +67,6 @@ def ceiling_summary(chunk_size:int|str|Sequence[int]=500, # chunk size(s): 500, 
         rows = ceiling_rows(questions, build_corpus(data, chunk_size=cs), k)
         s = summarize(rows)[0]
         out.append({'chunk_size': cs, 'n_questions': s['n_questions'], f'ceiling_mrr_at_{k}': s[f'mrr_at_{k}'],
-                    f'ceiling_recall_at_{k}': s[f'recall_at_{k}'], 'fully_reachable': sum(r[f'recall_at_{k}'] == 1 for r in rows)})
+                    f'ceiling_recall_at_{k}': s[f'recall_at_{k}'],
+                    'fully_reachable': sum(r[f'recall_at_{k}'] == 1 for r in rows)})
     return out

@@ -9,18 +9,26 @@ import numpy as np
 # %% auto #0
 __all__ = ['loco_select']
 
+# %% ../nbs/11_cv.ipynb #37757010
+def _chapters(candidates:dict[str, list[dict]] # setting -> per-question rows
+             ) -> np.ndarray:
+    "The chapter of each question, once every candidate is known to score the same questions of two chapters or more."
+    if not candidates: raise ValueError("loco_select needs at least one candidate")
+    keys = [[(r['chapter'], r['question_number']) for r in rows] for rows in candidates.values()]
+    if any(kk != keys[0] for kk in keys):
+        raise ValueError("every candidate must score the same questions in the same order")
+    chapters = np.array([c for c, _ in keys[0]])
+    if len(set(chapters.tolist())) < 2:
+        raise ValueError("cross-validation across chapters needs questions of two chapters or more")
+    return chapters
+
 # %% ../nbs/11_cv.ipynb #d10033a7
-def loco_select(candidates:dict[str, list[dict]], # setting -> per-question rows (`score_rows`), same questions, same order
+def loco_select(candidates:dict[str, list[dict]], # setting -> per-question rows, same questions, same order
                 name:str='cv',                    # method name of the returned rows
                 k:int=10                          # cutoff of the metrics in the rows
                ) -> tuple[list[dict], dict[int, str]]:
     "Per chapter, the rows of the setting best on the other chapters (mean MRR@k + Recall@k), and the choices."
-    names = list(candidates)
-    if not names: raise ValueError("loco_select needs at least one candidate")
-    keys = [[(r['chapter'], r['question_number']) for r in rows] for rows in candidates.values()]
-    if any(kk != keys[0] for kk in keys): raise ValueError("every candidate must score the same questions in the same order")
-    chapters = np.array([c for c, _ in keys[0]])
-    if len(set(chapters)) < 2: raise ValueError("cross-validation across chapters needs questions of two chapters or more")
+    chapters, names = _chapters(candidates), list(candidates)
     obj = {n: np.array([r[f'mrr_at_{k}'] + r[f'recall_at_{k}'] for r in rows]) for n, rows in candidates.items()}
     out, chosen = [None] * len(chapters), {}
     for ch in sorted(set(chapters.tolist())):

@@ -16,15 +16,16 @@ def bootstrap_means(scores:np.ndarray,      # (methods, questions) or (questions
                     n_resamples:int=10_000, # number of resampled question sets
                     seed:int=0              # random seed
                    ) -> np.ndarray:
-    "Means over `n_resamples` resamplings of the questions, the same resampled questions for every row: (n_resamples, methods)."
+    "Means of each row over `n_resamples` resamplings of the questions, the same for every row: (n_resamples, rows)."
     s = np.atleast_2d(np.asarray(scores, dtype=np.float64))
     idx = np.random.default_rng(seed).integers(0, s.shape[1], size=(n_resamples, s.shape[1]))
     return np.stack([row[idx].mean(1) for row in s], axis=1)
 
 # %% ../nbs/09_stats.ipynb #20074140
 def bootstrap_ci(values:Sequence[float], # per-question scores of one method
-                 level:float=0.95,        # coverage of the interval
-                 n_resamples:int=10_000, seed:int=0
+                 level:float=0.95,       # coverage of the interval
+                 n_resamples:int=10_000, # number of resampled question sets
+                 seed:int=0              # random seed
                 ) -> tuple[float, float, float]:
     "Mean of `values` and its percentile bootstrap interval: (mean, low, high)."
     m = bootstrap_means(values, n_resamples, seed)[:, 0]
@@ -32,8 +33,11 @@ def bootstrap_ci(values:Sequence[float], # per-question scores of one method
     return float(np.mean(values)), float(np.quantile(m, a)), float(np.quantile(m, 1 - a))
 
 # %% ../nbs/09_stats.ipynb #8bfe941b
-def permutation_test(a:Sequence[float], b:Sequence[float], # per-question scores of two methods, same questions
-                     n_resamples:int=10_000, seed:int=0) -> float:
+def permutation_test(a:Sequence[float],      # per-question scores of one method
+                     b:Sequence[float],      # per-question scores of another, same questions, same order
+                     n_resamples:int=10_000, # number of random sign flips
+                     seed:int=0              # random seed
+                    ) -> float:
     "Two-sided p-value of the paired sign-flip test of mean(a - b) = 0."
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_resamples, len(d)))
@@ -41,7 +45,11 @@ def permutation_test(a:Sequence[float], b:Sequence[float], # per-question scores
     return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (1 + n_resamples))
 
 # %% ../nbs/09_stats.ipynb #c0842b5b
-def paired_bootstrap_test(a:Sequence[float], b:Sequence[float], n_resamples:int=10_000, seed:int=0) -> float:
+def paired_bootstrap_test(a:Sequence[float],      # per-question scores of one method
+                          b:Sequence[float],      # per-question scores of another, same questions, same order
+                          n_resamples:int=10_000, # number of resampled question sets
+                          seed:int=0              # random seed
+                         ) -> float:
     "Two-sided p-value of the paired bootstrap test of mean(a - b) = 0 (differences centred on the null)."
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     null = np.abs(bootstrap_means(d - d.mean(), n_resamples, seed)[:, 0])
@@ -54,8 +62,31 @@ def _groups(rows:list[dict]) -> dict:
     for r in rows: out.setdefault(r.get('chunk_size'), {}).setdefault(r['method'], []).append(r)
     return out
 
+# %% ../nbs/09_stats.ipynb #04b22757
+def _check_group(by:dict[str, list[dict]], # method -> per-question rows, one chunk size
+                 baseline:str|None          # method the others are tested against
+                ):
+    "Raise when the methods of `by` were scored on different numbers of questions or `baseline` is not among them."
+    if len({len(v) for v in by.values()}) > 1: raise ValueError("methods were scored on different numbers of questions")
+    if baseline is not None and baseline not in by:
+        raise ValueError(f"Unknown baseline {baseline!r}; methods: {', '.join(by)}")
+
+# %% ../nbs/09_stats.ipynb #601e7db8
+def _metric_columns(out:list[dict],            # one summary row per method of `by`, in order; filled in place
+                    by:dict[str, list[dict]],  # method -> per-question rows
+                    metric:str, baseline:str|None, level:float, n_resamples:int, seed:int):
+    "Add `metric`, its `_lo` and `_hi` interval and (with a `baseline`) its `_p_perm` and `_p_boot` p-values."
+    vals = {m: np.array([r[metric] for r in v], dtype=np.float64) for m, v in by.items()}
+    means, qs = bootstrap_means(np.stack(list(vals.values())), n_resamples, seed), ((1 - level) / 2, (1 + level) / 2)
+    for j, (row, x) in enumerate(zip(out, vals.values())):
+        row[metric] = float(x.mean())
+        row[metric + '_lo'], row[metric + '_hi'] = (float(q) for q in np.quantile(means[:, j], qs))
+        if baseline is None: continue
+        row[metric + '_p_perm'] = permutation_test(x, vals[baseline], n_resamples, seed)
+        row[metric + '_p_boot'] = paired_bootstrap_test(x, vals[baseline], n_resamples, seed)
+
 # %% ../nbs/09_stats.ipynb #0de92fb2
-def summary_table(rows:list[dict],             # per-question rows (`score_rows`), any number of methods and chunk sizes
+def summary_table(rows:list[dict],             # per-question rows (`score_rows`): any methods and chunk sizes
                   *,
                   metrics:list[str]|None=None, # columns to summarise (default: the mrr_at_k and recall_at_k ones)
                   baseline:str|None=None,      # method the others are tested against (None: no tests)
@@ -64,22 +95,14 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
                   seed:int=0                   # random seed: the same rows give the same table
                  ) -> list[dict]:
     "Per method (and chunk size): each metric's mean and bootstrap interval, and p-values against `baseline`."
-    metrics = metrics or [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
-    qs, out = ((1 - level) / 2, (1 + level) / 2), []
+    if not metrics: metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
+    out = []
     for cs, by in _groups(rows).items():
-        if len({len(v) for v in by.values()}) > 1: raise ValueError("methods were scored on different numbers of questions")
-        if baseline is not None and baseline not in by: raise ValueError(f"Unknown baseline {baseline!r}; methods: {', '.join(by)}")
-        rows_out = [dict(method=m, **({} if cs is None else {'chunk_size': cs}), n_questions=len(v)) for m, v in by.items()]
-        for metric in metrics:
-            vals = {m: np.array([r[metric] for r in v], dtype=np.float64) for m, v in by.items()}
-            means = bootstrap_means(np.stack(list(vals.values())), n_resamples, seed)
-            for j, (row, (m, x)) in enumerate(zip(rows_out, vals.items())):
-                row[metric] = float(x.mean())
-                row[metric + '_lo'], row[metric + '_hi'] = (float(q) for q in np.quantile(means[:, j], qs))
-                if baseline is None: continue
-                row[metric + '_p_perm'] = permutation_test(x, vals[baseline], n_resamples, seed)
-                row[metric + '_p_boot'] = paired_bootstrap_test(x, vals[baseline], n_resamples, seed)
-        out += rows_out
+        _check_group(by, baseline)
+        size = {} if cs is None else {'chunk_size': cs}
+        group = [dict(method=m, **size, n_questions=len(v)) for m, v in by.items()]
+        for metric in metrics: _metric_columns(group, by, metric, baseline, level, n_resamples, seed)
+        out += group
     return out
 
 # %% ../nbs/09_stats.ipynb #e005a6dc
@@ -88,11 +111,14 @@ def compare(qrels:dict[str, dict[str, int]],  # {query id: {doc id: relevance}}
             *,
             metrics:Sequence[str]=DEFAULT_METRICS, # NAME@K names (see `evaluate`)
             baseline:str|None=None,           # run the others are tested against (default: the first)
-            level:float=0.95, n_resamples:int=10_000, seed:int=0
+            level:float=0.95,                 # coverage of the intervals
+            n_resamples:int=10_000,           # bootstrap and permutation resamples
+            seed:int=0                        # random seed
            ) -> list[dict]:
     "Per run: each metric's mean over the judged queries, its bootstrap interval, and p-values against `baseline`."
     names = [f'{m}@{k}' for m, k in map(parse_metric, [metrics] if isinstance(metrics, str) else metrics)]
     rows = [dict(method=n, query=q, **v) for n, run in runs.items()
             for q, v in evaluate(qrels, run, names, per_query=True, complete=True).items()]
-    out = summary_table(rows, metrics=names, baseline=baseline or next(iter(runs)), level=level, n_resamples=n_resamples, seed=seed)
+    out = summary_table(rows, metrics=names, baseline=baseline or next(iter(runs)), level=level,
+                        n_resamples=n_resamples, seed=seed)
     return [{('n_queries' if k == 'n_questions' else k): v for k, v in r.items()} for r in out]
