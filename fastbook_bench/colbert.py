@@ -5,10 +5,11 @@
 # %% ../nbs/15_colbert.ipynb #78bb71b3
 from __future__ import annotations
 import contextlib, gc, io, json, sys, warnings
+from functools import partial
 from pathlib import Path
 from typing import Sequence
 import numpy as np
-from fastcore.basics import patch_to
+from fastcore.basics import patch_to, store_attr
 from .core import atomic_dir, cache_dir, cached_arrays, fingerprint, say_once
 from .models import bundled_model_path, is_offline, module_fingerprint
 from .retriever import Retriever
@@ -25,10 +26,30 @@ def _transformer_dir(src:Path) -> Path:
             if m['type'].endswith('Transformer'): return src/m['path']
     return src
 
+# %% ../nbs/15_colbert.ipynb #ed79c8e1
 def _colbert_settings(dim:int) -> dict:
     "The ColBERT settings written to `artifact.metadata` (ColBERTConfig's defaults for the rest)."
     return dict(dim=dim, query_maxlen=32, doc_maxlen=180, mask_punctuation=True, similarity='cosine',
-                attend_to_mask_tokens=False, query_token_id='[unused0]', doc_token_id='[unused1]', query_token='[Q]', doc_token='[D]')
+                attend_to_mask_tokens=False, query_token_id='[unused0]', doc_token_id='[unused1]',
+                query_token='[Q]', doc_token='[D]')
+
+# %% ../nbs/15_colbert.ipynb #de5c38a6
+def _write_checkpoint(src:Path, dim:int, seed:int, tmp:Path):
+    "Write the files of a ColBERT checkpoint made from the model folder `src` into `tmp`."
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModel, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
+    if tok.unk_token_id in tok.convert_tokens_to_ids(['[unused0]', '[unused1]']):
+        raise ValueError(f"{src}: the vocabulary lacks [unused0]/[unused1], which ColBERT uses as markers")
+    with torch.random.fork_rng():  # leave the caller's random state alone
+        torch.manual_seed(seed); bert = AutoModel.from_pretrained(src, local_files_only=True).eval()
+        torch.manual_seed(seed); linear = torch.nn.Linear(bert.config.hidden_size, dim, bias=False)
+    sd = {f'{bert.base_model_prefix}.{k}': v.contiguous() for k, v in bert.state_dict().items()}
+    sd['linear.weight'] = linear.weight.detach().contiguous()
+    save_file(sd, str(tmp/'model.safetensors'), metadata={'format': 'pt'})
+    bert.config.save_pretrained(tmp); tok.save_pretrained(tmp)
+    (tmp/'artifact.metadata').write_text(json.dumps(_colbert_settings(dim), indent=2, sort_keys=True) + '\n')
 
 # %% ../nbs/15_colbert.ipynb #145c4202
 def make_colbert_checkpoint(src:str|Path,  # a BERT-like or sentence-transformers model folder
@@ -37,34 +58,11 @@ def make_colbert_checkpoint(src:str|Path,  # a BERT-like or sentence-transformer
                             seed:int=0     # seed of the projection
                            ) -> Path:
     "Write a ColBERT checkpoint to `dest`: the weights of `src` plus a seeded `dim`-d projection, loadable offline."
-    import torch
-    from safetensors.torch import save_file
-    from transformers import AutoModel, AutoTokenizer
-    src = _transformer_dir(Path(src))
-    def build(tmp):
-        tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
-        if tok.unk_token_id in tok.convert_tokens_to_ids(['[unused0]', '[unused1]']):
-            raise ValueError(f"{src}: the vocabulary lacks [unused0]/[unused1], which ColBERT uses as markers")
-        with torch.random.fork_rng():  # leave the caller's random state alone
-            torch.manual_seed(seed); bert = AutoModel.from_pretrained(src, local_files_only=True).eval()
-            torch.manual_seed(seed); linear = torch.nn.Linear(bert.config.hidden_size, dim, bias=False)
-        sd = {f'{bert.base_model_prefix}.{k}': v.contiguous() for k, v in bert.state_dict().items()}
-        sd['linear.weight'] = linear.weight.detach().contiguous()
-        save_file(sd, str(tmp/'model.safetensors'), metadata={'format': 'pt'})
-        bert.config.save_pretrained(tmp); tok.save_pretrained(tmp)
-        (tmp/'artifact.metadata').write_text(json.dumps(_colbert_settings(dim), indent=2, sort_keys=True) + '\n')
-    return atomic_dir(dest, build)
+    return atomic_dir(dest, partial(_write_checkpoint, _transformer_dir(Path(src)), dim, seed))
 
 # %% ../nbs/15_colbert.ipynb #807e900c
 DEFAULT_COLBERT = 'answerdotai/answerai-colbert-small-v1'
 BUNDLED_COLBERT = 'all-MiniLM-L6-v2 + seeded projection (bundled)'
-
-@contextlib.contextmanager
-def _quiet():
-    "Silence RAGatouille's and colbert-ai's prints and warnings."
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter('ignore')
-        yield
 
 # %% ../nbs/15_colbert.ipynb #b4624dd1
 def bundled_colbert_checkpoint() -> Path:
@@ -73,40 +71,54 @@ def bundled_colbert_checkpoint() -> Path:
     if not (dest/'artifact.metadata').is_file(): make_colbert_checkpoint(bundled_model_path(), dest, dim=128, seed=0)
     return dest
 
+# %% ../nbs/15_colbert.ipynb #616fb06b
+@contextlib.contextmanager
+def _quiet():
+    "Silence RAGatouille's and colbert-ai's prints and warnings."
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter('ignore')
+        yield
+
 # %% ../nbs/15_colbert.ipynb #0a7d72c5
-def load_colbert(model:str|None=None # hub id, folder or 'bundled' (default: DEFAULT_COLBERT, with the bundled fallback)
+def _load_rag(name:str):
+    "RAGatouille's `RAGPretrainedModel` from a folder or a hub id, quietly."
+    with _quiet(): from ragatouille import RAGPretrainedModel
+    path = Path(name).expanduser()
+    if path.exists(): name = str(path.resolve())  # absolute: colbert-ai treats a relative path like a hub id
+    elif path.is_absolute() or name.startswith(('.', '~')): raise FileNotFoundError(f"no such folder: {path}")
+    with _quiet(): return RAGPretrainedModel.from_pretrained(name, verbose=0)
+
+# %% ../nbs/15_colbert.ipynb #a35aeee2
+def load_colbert(model:str|None=None # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`, with the fallback)
                 ) -> tuple[object, str]:
     "A RAGatouille `RAGPretrainedModel` and the name of the model actually loaded."
-    with _quiet(): from ragatouille import RAGPretrainedModel
     name = model or DEFAULT_COLBERT
-    def load(path):
-        with _quiet(): return RAGPretrainedModel.from_pretrained(str(path), verbose=0)
-    if name in ('bundled', BUNDLED_COLBERT): return load(bundled_colbert_checkpoint()), BUNDLED_COLBERT
+    bundled = lambda: (_load_rag(str(bundled_colbert_checkpoint())), BUNDLED_COLBERT)
+    if name in ('bundled', BUNDLED_COLBERT): return bundled()
     if name == DEFAULT_COLBERT and is_offline():
         say_once(f"fastbook_bench: offline: using {BUNDLED_COLBERT} instead of {name}")
-        return load(bundled_colbert_checkpoint()), BUNDLED_COLBERT
-    path = Path(name).expanduser()
+        return bundled()
     with _quiet():  # a half-built model prints when it is deleted: let that happen in here
-        try: return load(path.resolve() if path.exists() else name), name
-        except Exception as e: err = str(e)
+        try: return _load_rag(name), name
+        except Exception as e: err = str(e) or type(e).__name__
         gc.collect()
-    if model is not None and model != DEFAULT_COLBERT: raise ValueError(f"Could not load the ColBERT model {name!r}: {err}")
-    say_once(f"fastbook_bench: {name} is not available ({err.splitlines()[0] if err else 'error'}); using {BUNDLED_COLBERT}")
-    return load(bundled_colbert_checkpoint()), BUNDLED_COLBERT
+    if name != DEFAULT_COLBERT: raise ValueError(f"Could not load the ColBERT model {name!r}: {err}")
+    say_once(f"fastbook_bench: {name} is not available ({err.splitlines()[0]}); using {BUNDLED_COLBERT}")
+    return bundled()
 
 # %% ../nbs/15_colbert.ipynb #ef1415c4
 class ColBERTRetriever(Retriever):
     "Late-interaction (ColBERT) retrieval through RAGatouille's index-free encode + search."
     name = 'colbert'
     def __init__(self, passages:Sequence[str],        # the collection to search
-                 model:str|None=None,                 # hub id or folder (default: answerai-colbert-small-v1, offline: bundled)
+                 model:str|None=None,                 # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`)
                  max_document_length:int|str='auto',  # tokens kept per passage ('auto': the model's maximum)
                  bsize:int=32,                        # encoding batch size
                  cache:bool=True,                     # keep passage encodings in the user cache
                  progress:bool=False):                # show RAGatouille's encoding progress
         super().__init__(passages)
         self.rag, self.model = load_colbert(model)
-        self.max_document_length, self.bsize, self.progress = max_document_length, bsize, progress
+        store_attr('max_document_length,bsize,progress')
         ckpt = self.rag.model.inference_ckpt
         key = fingerprint('colbert', module_fingerprint(ckpt), str(max_document_length), str(bsize), self.passages)
         self._restore(cached_arrays(key, self._encode, cache))
@@ -117,10 +129,13 @@ def _encode(self) -> dict[str, np.ndarray]:
     "Encode the passages with RAGatouille; the arrays it leaves on the model."
     m = self.rag.model
     with _quiet(), contextlib.redirect_stderr(sys.stderr if self.progress else io.StringIO()):
-        self.rag.encode(self.passages, bsize=self.bsize, max_document_length=self.max_document_length, verbose=self.progress)
+        self.rag.encode(self.passages, bsize=self.bsize, max_document_length=self.max_document_length,
+                        verbose=self.progress)
+    ckpt = m.inference_ckpt
     return dict(embeddings=m.in_memory_embed_docs.cpu().numpy().copy(), doc_masks=m.doc_masks.cpu().numpy().copy(),
-                doc_maxlen=np.array(m.inference_ckpt.doc_tokenizer.doc_maxlen), max_doclen=np.array(m.inference_ckpt.colbert_config.max_doclen))
+                doc_maxlen=np.array(ckpt.doc_tokenizer.doc_maxlen), max_doclen=np.array(ckpt.colbert_config.max_doclen))
 
+# %% ../nbs/15_colbert.ipynb #27d81a58
 @patch_to(ColBERTRetriever)
 def _restore(self, state:dict[str, np.ndarray]):
     "Put encoded passages on the RAGatouille model, as if `encode` had just run on them."
@@ -142,5 +157,6 @@ def scores(self, queries:list[str]):
         s = np.full(len(self), -np.inf)
         if self.passages:
             with _quiet(), contextlib.redirect_stderr(io.StringIO()):
-                for r in self.rag.search_encoded_docs(query=q, k=len(self), bsize=self.bsize): s[r['result_index']] = r['score']
+                hits = self.rag.search_encoded_docs(query=q, k=len(self), bsize=self.bsize)
+            for r in hits: s[r['result_index']] = r['score']
         yield s

