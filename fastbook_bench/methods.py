@@ -29,15 +29,18 @@ class BuildOptions:
 @dataclass(frozen=True)
 class Method:
     "A retrieval method: its name, how to build its retriever, and the query field it searches."
-    name:str                     # what `get_retriever` and `--methods` call it
+    name:str                       # what `get_retriever` and `--methods` call it
     build:Callable[..., Retriever] # (passages, options, labels, alt_queries) -> retriever
-    query:str='text'             # 'text' (the query as given) or another field, such as 'keywords'
-    fields:tuple=()              # the alternative query fields it (or a component) searches
+    query:str='text'               # 'text' (the query as given) or another field, such as 'keywords'
+    fields:tuple=()                # the alternative query fields it (or a component) searches
 
 # %% ../nbs/18_methods.ipynb #75714250
 def _fts5(ps, o, labels, alt): return FTS5Retriever(ps, labels=labels)
+
+# %% ../nbs/18_methods.ipynb #692f1028
 def _bm25(ps, o, labels, alt): return BM25Retriever(ps, backend=o.bm25_backend)
 
+# %% ../nbs/18_methods.ipynb #bd4a46d4
 def _single_vector(ps, o, labels, alt):
     from fastbook_bench.single_vector import SingleVectorRetriever
     return SingleVectorRetriever(ps, model=o.model, cache=o.cache, progress=o.progress)
@@ -47,6 +50,7 @@ def _colbert(ps, o, labels, alt):
     from fastbook_bench.colbert import ColBERTRetriever
     return ColBERTRetriever(ps, model=o.colbert_model, cache=o.cache, progress=o.progress)
 
+# %% ../nbs/18_methods.ipynb #bb37e903
 def _maxsim(ps, o, labels, alt):
     from fastbook_bench.maxsim import MaxSimRetriever
     return MaxSimRetriever(ps, model=o.model, cache=o.cache, progress=o.progress)
@@ -54,13 +58,15 @@ def _maxsim(ps, o, labels, alt):
 # %% ../nbs/18_methods.ipynb #3943bf74
 HYBRID_MAXSIM = ((32, 'all'), (32, 'idf'), (64, 'all'))  # (window, weights) of its MaxSim components
 
+# %% ../nbs/18_methods.ipynb #484faff7
 def _hybrid(ps, o, labels, alt):
+    "RRF of BM25 (identifiers split, on the keywords) and MaxSim with each (window, weights) of `HYBRID_MAXSIM`."
     from fastbook_bench.maxsim import MaxSimRetriever
     enc, name = load_sentence_model(o.model)
-    bm25 = WithQueries(BM25Retriever(ps, backend=o.bm25_backend, tokenizer=tokenize_identifiers), alt.get('keywords', {}))
+    bm25 = BM25Retriever(ps, backend=o.bm25_backend, tokenizer=tokenize_identifiers)
     ms = [MaxSimRetriever(ps, model=name, window=w, weights=wt, encoder=enc, cache=o.cache, progress=o.progress)
           for w, wt in HYBRID_MAXSIM]
-    return FusionRetriever([bm25, *ms], how='rrf')
+    return FusionRetriever([WithQueries(bm25, alt.get('keywords', {})), *ms], how='rrf')
 
 # %% ../nbs/18_methods.ipynb #21ecff03
 METHODS = {m.name: m for m in [
@@ -71,8 +77,12 @@ METHODS = {m.name: m for m in [
     Method('maxsim', _maxsim),
     Method('hybrid', _hybrid, fields=('keywords',)),
 ]}
+
+# %% ../nbs/18_methods.ipynb #79c7643e
 DEFAULT_METHODS = ('fts5', 'bm25', 'single_vector', 'colbert')  # the published ones
-FUSIONS = {'rrf': 'rrf', 'fuse': 'score'}                       # prefix -> FusionRetriever's `how`
+
+# %% ../nbs/18_methods.ipynb #5e1dd891
+FUSIONS = {'rrf': 'rrf', 'fuse': 'score'}  # prefix -> FusionRetriever's `how`
 
 # %% ../nbs/18_methods.ipynb #c5d37115
 def _fusion(name:str) -> Method:
@@ -82,31 +92,36 @@ def _fusion(name:str) -> Method:
     if bad := [p for p in comps if p not in METHODS]:
         raise ValueError(f"Unknown method {bad[0]!r} in {name!r}; valid methods: {', '.join(METHODS)}")
     if len(comps) < 2: raise ValueError(f"{name!r}: a fusion needs at least two methods, e.g. {how}:bm25+single_vector")
-    def build(ps, o, labels, alt): return FusionRetriever([_build(METHODS[c], ps, o, labels, alt) for c in comps], how=FUSIONS[how])
+    def build(ps, o, labels, alt):
+        return FusionRetriever([_build(METHODS[c], ps, o, labels, alt) for c in comps], how=FUSIONS[how])
     return Method(name, build, fields=tuple(dict.fromkeys(f for c in comps for f in METHODS[c].fields)))
 
 # %% ../nbs/18_methods.ipynb #bec37d9f
 def parse_methods(methods:str|Sequence[str]|None # comma-separated names, a list of names, or None for the defaults
                  ) -> list[Method]:
     "The `Method`s named in `methods` (fusions included), with a clear error for an unknown name."
-    names = DEFAULT_METHODS if methods is None else [m.strip() for m in (methods.split(',') if isinstance(methods, str) else methods)]
+    names = DEFAULT_METHODS if methods is None else [m.strip() for m in
+                                                     (methods.split(',') if isinstance(methods, str) else methods)]
     out = []
     for n in dict.fromkeys(n for n in names if n):
         if ':' in n and n.partition(':')[0] in FUSIONS: out.append(_fusion(n))
         elif n in METHODS: out.append(METHODS[n])
-        else: raise ValueError(f"Unknown method {n!r}; valid methods: {', '.join(METHODS)}, or a fusion such as rrf:bm25+single_vector")
+        else: raise ValueError(f"Unknown method {n!r}; valid methods: {', '.join(METHODS)}, "
+                               "or a fusion such as rrf:bm25+single_vector")
     return out
 
 # %% ../nbs/18_methods.ipynb #3877dd82
 def _build(m:Method, ps, o, labels, alt) -> Retriever:
+    "The retriever of `m`, wrapped in `WithQueries` when it searches a field that `alt` holds."
     r = m.build(ps, o, labels, alt)
     return WithQueries(r, alt[m.query]) if m.query != 'text' and m.query in alt else r
 
-def get_retriever(name:str,                   # a method name or a fusion such as 'rrf:bm25+maxsim'
-                  passages:Sequence[str],     # the collection to search
+# %% ../nbs/18_methods.ipynb #2440fcc0
+def get_retriever(name:str,                       # a method name or a fusion such as 'rrf:bm25+maxsim'
+                  passages:Sequence[str],         # the collection to search
                   options:BuildOptions|None=None, # models, cache, progress, BM25 engine
                   *,
-                  labels:Sequence|None=None,  # a label per passage, kept by methods that store one (FTS5)
+                  labels:Sequence|None=None,      # a label per passage, kept by methods that store one (FTS5)
                   alt_queries:dict[str, dict[str, str]]|None=None # field -> {query: that field's text}
                  ) -> Retriever:
     "The retriever of method `name` over `passages`."
