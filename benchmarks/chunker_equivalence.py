@@ -1,20 +1,25 @@
-"""Equivalence check, at scale: fastbook_bench's chunk_text vs RAGatouille's CorpusProcessor, and its punkt_spans vs
-NLTK's untrained PunktSentenceTokenizer().span_tokenize. Any mismatch is shrunk to a small reproducer.
-Not a timed benchmark: run it after changing the splitter (notebook 00 runs a small version of it as a test).
+"""fastbook_bench's chunk_text against RAGatouille's CorpusProcessor: equal output, and the time each takes.
+
+1. Equivalence, at scale: chunk_text vs CorpusProcessor.process_corpus on random texts, edge cases and the fastbook
+   chapters at many chunk sizes, and punkt_spans vs NLTK's untrained PunktSentenceTokenizer().span_tokenize. Any
+   mismatch is shrunk to a small reproducer. (nbs/03_sentences.ipynb and nbs/04_chunking.ipynb run small versions.)
+2. Timing, side by side: both chunkers on the published workload (each chapter cut in halves), median of --repeat
+   runs per chunk size, each warmed up first (tokenizer and imports loaded).
 
 usage: python benchmarks/chunker_equivalence.py [--seed S] [--spans N] [--texts N] [--no-chapters] [--data DIR]
+                                                [--repeat N] [--timing-sizes 256,500,1000]
+quick: python benchmarks/chunker_equivalence.py --spans 300 --texts 30 --repeat 1 --timing-sizes 500
 """
 import argparse
-import glob
-import json
-import os
 import random
+import statistics
 import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from fastbook_bench.documents import chunk_text, punkt_spans, notebook_text, split_even  # noqa: E402
+from fastbook_bench.chunking import chunk_text, split_even
+from fastbook_bench.data import chapter_texts
+from fastbook_bench.sentences import punkt_spans
 
 
 class splitter:  # the functions under test
@@ -22,7 +27,6 @@ class splitter:  # the functions under test
     punkt_spans = staticmethod(punkt_spans)
     chunk_corpus = staticmethod(lambda texts, size: [c for t in texts for c in chunk_text(t, size)])
 
-CHAPTERS = os.path.join(os.environ.get("FASTBOOK_BENCH_DATA", os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../shared/fastbook-benchmark")), "chapters/*.ipynb")
 SIZES = [32, 33, 50, 64, 100, 128, 255, 256, 500, 1000, 2000]
 
 # ---------------------------------------------------------------- random text generator
@@ -161,10 +165,6 @@ def minimize(text, same):
 
 
 # ---------------------------------------------------------------- checks
-def chapter_texts():
-    return [(os.path.basename(p), notebook_text(p)) for p in sorted(glob.glob(CHAPTERS))]
-
-
 def halves(text):
     return split_even(text, 2)
 
@@ -176,12 +176,13 @@ def same(label, ours_fn, ours_arg, ref_arg, size):
     return ours == ref
 
 
-def check_chapters():
+def check_chapters(texts):
     results = []
-    for name, text in chapter_texts():
+    for ch, text in texts.items():
+        name = f"chapter {ch}"
         for size in SIZES:
-            results += [same(f"chapter {name} len={len(doc)}", splitter.chunk_text, doc, [doc], size) for doc in [text] + halves(text)]
-            results.append(same(f"chapter {name} halves corpus", splitter.chunk_corpus, halves(text), halves(text), size))
+            results += [same(f"{name} len={len(doc)}", splitter.chunk_text, doc, [doc], size) for doc in [text] + halves(text)]
+            results.append(same(f"{name} halves corpus", splitter.chunk_corpus, halves(text), halves(text), size))
     bad = results.count(False)
     print(f"chapters: {len(results)} (document, size) comparisons, {bad} mismatches")
     return bad
@@ -250,24 +251,52 @@ def check_edges():
     return bad
 
 
+def median_s(f, repeat):
+    "Median wall-clock seconds of `f()` over `repeat` runs, after one warm-up run."
+    f()
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def timing(texts, sizes, repeat):
+    "chunk_text against CorpusProcessor on each chapter's halves, as the published run chunks them."
+    docs = [h for text in texts.values() for h in halves(text)]
+    print(f"timing: {len(docs)} documents ({len(texts)} chapters cut by split_even(text, 2) as the published run cuts them, "
+          f"{sum(map(len, docs)):,} characters), median of {repeat}")
+    print(f"{'chunk size':>10}  {'CorpusProcessor':>15}  {'chunk_text':>10}  {'speed-up':>8}  chunks")
+    for size in sizes:
+        ref = median_s(lambda: reference_chunks(docs, size), repeat)
+        ours = median_s(lambda: splitter.chunk_corpus(docs, size), repeat)
+        n = len(splitter.chunk_corpus(docs, size))
+        print(f"{size:>10}  {ref:>14.2f}s  {ours:>9.2f}s  {ref / ours:>7.1f}x  {n}")
+
+
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--spans", type=int, default=20000)
     ap.add_argument("--texts", type=int, default=2000)
     ap.add_argument("--min-len", type=int, default=0, help="min length of random texts")
-    ap.add_argument("--no-chapters", action="store_true")
+    ap.add_argument("--no-chapters", action="store_true", help="skip the edge cases and the chapters")
+    ap.add_argument("--data", default=None, help="fastbook-benchmark folder (default: FASTBOOK_BENCH_DATA, then the cache)")
+    ap.add_argument("--repeat", type=int, default=5, help="timing: runs per chunk size (0: no timing)")
+    ap.add_argument("--timing-sizes", default="256,500,1000", help="timing: chunk sizes, comma-separated")
     a = ap.parse_args()
     t0 = time.time()
     bad = 0
+    texts = None if a.no_chapters and not a.repeat else chapter_texts(a.data)
     if a.spans:
         bad += check_spans(random.Random(a.seed), a.spans)
     if a.texts:
         bad += check_chunks(random.Random(a.seed + 1), a.texts, a.min_len)
     if not a.no_chapters:
         bad += check_edges()
-        bad += check_chapters()
+        bad += check_chapters(texts)
     print(f"TOTAL mismatches: {bad}  ({time.time() - t0:.0f}s)")
+    if a.repeat:
+        timing(texts, [int(s) for s in a.timing_sizes.split(",")], a.repeat)
     sys.exit(1 if bad else 0)
 
 

@@ -1,15 +1,44 @@
-"""Single-vector and ColBERT on this machine: encoding throughput, cached re-run against first run, peak memory.
+"""Single-vector and ColBERT: the package's retrievers against the libraries they wrap, used directly, side by side.
 
-- throughput: passages/s encoding the 271 chunks (chunk size 500) with each offline model, no cache;
-- fallback: seconds until the default (hub) model is known to be unreachable with HF_HUB_OFFLINE=1;
-- runs: `fastbook-bench run --methods single_vector,colbert` with an empty cache, then again (passage encodings cached),
-  and the default full run (all four methods), each timed as a whole process with its peak RSS (/usr/bin/time).
-Usage: python benchmarks/neural_run.py [--data DIR]
+On the fastbook chunks (chunk size 500; --passages N keeps the first N), with the bundled offline models on the CPU,
+each timed from nothing loaded to the top 10 of every question (searched over all passages), median of --repeat:
+- single_vector: sentence-transformers used directly (load, encode, numpy cosine, argsort) against
+  `SingleVectorRetriever` with no cache, and again with its encodings cached;
+- colbert: RAGatouille used directly (load, `encode`, `search_encoded_docs` per question) against `ColBERTRetriever`
+  with no cache, and again with its encodings cached;
+and checked to return the same passages. Then whole processes, with their peak RSS (/usr/bin/time):
+`fastbook-bench run --methods single_vector,colbert` with an empty cache and again with it filled, and (--full-run)
+the default run of all four methods with an empty cache.
+Usage: python benchmarks/neural_run.py [--data DIR] [--repeat 3] [--full-run]
+Quick: python benchmarks/neural_run.py --passages 40 --repeat 1 --run-methods fts5
 """
-import argparse, os, subprocess, sys, tempfile, time
-from pathlib import Path
+import argparse, contextlib, io, os, statistics, subprocess, sys, tempfile, time, warnings
+import numpy as np
 
-here = Path(__file__).parent
+def median_s(f, repeat:int):
+    "Median seconds of `f()` over `repeat` runs, and its last result."
+    ts = []
+    for _ in range(repeat):
+        t = time.perf_counter(); out = f(); ts.append(time.perf_counter() - t)
+    return statistics.median(ts), out
+
+@contextlib.contextmanager
+def quiet():
+    "Silence RAGatouille's and colbert-ai's prints and warnings."
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter('ignore')
+        yield
+
+def same_top10(a, b) -> int:
+    "How many queries have the same top 10 (as sets: ties may be ordered differently) in `a` and `b`."
+    return sum(set(x) == set(y) for x, y in zip(a, b))
+
+def side_by_side(name, baseline, package, cached, repeat, n):
+    "Time the three ways, print them and how far they agree."
+    (tb, rb), (tp, rp), (tc, rc) = (median_s(f, repeat) for f in (baseline, package, cached))
+    print(f"{name:14s} library directly {tb:6.1f} s   package {tp:6.1f} s ({tb / tp:4.2f}x)   "
+          f"package, cached {tc:6.1f} s ({tb / tc:5.1f}x)   same top 10: {same_top10(rb, rp)}/{n}, "
+          f"cached {same_top10(rp, rc)}/{n}")
 
 def run(cmd, env):
     "Wall seconds and peak RSS (MB) of `cmd`."
@@ -22,40 +51,62 @@ def run(cmd, env):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--data', default=os.environ.get('FASTBOOK_BENCH_DATA', str(here.parent.parent/'shared/fastbook-benchmark')))
+    p.add_argument('--data', default=None, help='fastbook-benchmark folder (default: FASTBOOK_BENCH_DATA, then the cache)')
+    p.add_argument('--passages', type=int, default=0, help='use only the first N chunks (0: all)')
+    p.add_argument('--repeat', type=int, default=3)
+    p.add_argument('--no-runs', action='store_true', help='skip the whole-process runs')
+    p.add_argument('--run-methods', default='single_vector,colbert', help='methods of the timed empty-cache/cached run')
+    p.add_argument('--full-run', action='store_true', help='also time the default run of all four methods')
     a = p.parse_args()
-    os.environ.update(FASTBOOK_BENCH_DATA=a.data, HF_HUB_OFFLINE='1', FASTBOOK_BENCH_CACHE=tempfile.mkdtemp())
-    sys.path.insert(0, str(here.parent))
+    tmp = tempfile.TemporaryDirectory()
+    os.environ.update(HF_HUB_OFFLINE='1', FASTBOOK_BENCH_CACHE=f'{tmp.name}/cache')
     import torch
-    from fastbook_bench.documents import build_corpus
-    from fastbook_bench.single_vector import SingleVectorRetriever, load_sentence_model, BUNDLED_MODEL, DEFAULT_MODEL
-    from fastbook_bench.colbert import ColBERTRetriever, load_colbert, BUNDLED_COLBERT, DEFAULT_COLBERT
-    passages = build_corpus(chunk_size=500).passages
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, device cpu; {len(passages)} passages (chunk 500)")
-
+    from fastbook_bench.chunking import build_corpus
+    from fastbook_bench.colbert import BUNDLED_COLBERT, ColBERTRetriever, bundled_colbert_checkpoint
+    from fastbook_bench.data import data_dir, load_benchmark
+    from fastbook_bench.models import BUNDLED_MODEL, bundled_model_path
+    from fastbook_bench.scoring import question_queries
+    from fastbook_bench.single_vector import SingleVectorRetriever
     from sentence_transformers import SentenceTransformer
-    from ragatouille import RAGPretrainedModel
-    for name, fail in [(DEFAULT_MODEL, lambda: SentenceTransformer(DEFAULT_MODEL)),
-                       (DEFAULT_COLBERT, lambda: RAGPretrainedModel.from_pretrained(DEFAULT_COLBERT, verbose=0))]:
-        t = time.perf_counter()
-        try: fail()
-        except Exception: pass
-        print(f"fallback decided for {name} in {time.perf_counter() - t:.3f} s")
+    with quiet(): from ragatouille import RAGPretrainedModel
+    data = data_dir(a.data)
+    passages = build_corpus(data, chunk_size=500).passages
+    passages, queries = passages[:a.passages or len(passages)], question_queries(load_benchmark(data))
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, cpu; {len(passages)} passages (chunk size 500), "
+          f"{len(queries)} queries; median of {a.repeat}")
+    ids = lambda res: [[i for i, _ in r] for r in res]
 
-    st, _ = load_sentence_model(BUNDLED_MODEL)
-    t = time.perf_counter(); SingleVectorRetriever(passages, encoder=st, model=BUNDLED_MODEL, cache=False); dt = time.perf_counter() - t
-    print(f"encode single_vector {BUNDLED_MODEL}: {dt:.1f} s, {len(passages) / dt:.1f} passages/s")
-    load_colbert(BUNDLED_COLBERT)  # build the checkpoint (and compile colbert's extension) outside the timing
-    t = time.perf_counter(); r = ColBERTRetriever(passages, model=BUNDLED_COLBERT, cache=False); dt = time.perf_counter() - t
-    print(f"encode colbert {BUNDLED_COLBERT}: {dt:.1f} s incl. model load, {len(passages) / dt:.1f} passages/s")
+    def st_direct():
+        st = SentenceTransformer(str(bundled_model_path()), device='cpu')
+        enc = lambda xs: st.encode(xs, batch_size=32, normalize_embeddings=True, convert_to_numpy=True)
+        return np.argsort(-(enc(queries) @ enc(passages).T), axis=1, kind='stable')[:, :10].tolist()
+    sv = lambda cache: lambda: ids(SingleVectorRetriever(passages, model='bundled', device='cpu', cache=cache).search(queries))
+    st_direct(); sv(True)()                                             # warm up; fill the cache
+    side_by_side('single_vector', st_direct, sv(False), sv(True), a.repeat, len(queries))
 
-    env = dict(os.environ, FASTBOOK_BENCH_CACHE=tempfile.mkdtemp())
-    out = tempfile.mkdtemp()
-    cmd = ['fastbook-bench', 'run', '--methods', 'single_vector,colbert', '--no-progress', '--out', out]
-    (w1, m1), (w2, m2) = run(cmd, env), run(cmd, env)
-    print(f"run single_vector,colbert: first {w1:.1f} s ({m1:.0f} MB peak), cached {w2:.1f} s ({m2:.0f} MB): {w1 / w2:.1f}x faster")
-    env = dict(os.environ, FASTBOOK_BENCH_CACHE=tempfile.mkdtemp())
-    w, m = run(['fastbook-bench', 'run', '--no-progress', '--out', out], env)
-    print(f"default full run (4 methods, empty cache): {w:.1f} s, peak RSS {m:.0f} MB")
+    def rag_direct():
+        with quiet():
+            rag = RAGPretrainedModel.from_pretrained(str(bundled_colbert_checkpoint()), verbose=0)
+            rag.encode(passages, bsize=32, verbose=False)
+            return [[r['result_index'] for r in rag.search_encoded_docs(query=q, k=10, bsize=32)] for q in queries]
+    def cb(cache):
+        def f():
+            with quiet(): return ids(ColBERTRetriever(passages, model=BUNDLED_COLBERT, cache=cache).search(queries))
+        return f
+    rag_direct(); cb(True)()
+    side_by_side('colbert', rag_direct, cb(False), cb(True), a.repeat, len(queries))
+
+    if not a.no_runs:
+        cli = [sys.executable, '-c', 'import sys; from fastbook_bench.cli import main; sys.exit(main())', 'run']
+        env = dict(os.environ, FASTBOOK_BENCH_DATA=str(data), FASTBOOK_BENCH_CACHE=f'{tmp.name}/run-cache')
+        cmd = cli + ['--methods', a.run_methods, '--no-progress', '--out', f'{tmp.name}/results']
+        (w1, m1), (w2, m2) = run(cmd, env), run(cmd, env)
+        print(f"run {a.run_methods}: empty cache {w1:.1f} s ({m1:.0f} MB peak), cached {w2:.1f} s ({m2:.0f} MB): "
+              f"{w1 / w2:.1f}x faster")
+        if a.full_run:
+            env = dict(env, FASTBOOK_BENCH_CACHE=f'{tmp.name}/full-cache')
+            w, m = run(cli + ['--no-progress', '--out', f'{tmp.name}/results'], env)
+            print(f"default full run (4 methods, empty cache): {w:.1f} s, peak RSS {m:.0f} MB")
+    tmp.cleanup()
 
 if __name__ == '__main__': main()

@@ -11,13 +11,14 @@ from typing import Iterator
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset', 'dataset_files',
-           'load_dataset', 'write_qrels', 'write_dataset']
+__all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset', 'write_qrels',
+           'write_dataset', 'dataset_files', 'load_dataset']
 
 # %% ../nbs/19_datasets.ipynb #caf55795
 class FormatError(ValueError):
     "A dataset file that cannot be read; the message names the file, the line and what is wrong."
 
+# %% ../nbs/19_datasets.ipynb #3a59f65b
 def _open_bytes(path:Path):
     "`path` opened for reading bytes, through gzip when it ends in `.gz`."
     if path.is_dir(): raise FileNotFoundError(f"{path}: is a folder, not a file")
@@ -33,7 +34,8 @@ def iter_lines(path:str|Path # a UTF-8 text file, optionally gzipped
         try:
             for n, raw in enumerate(f, 1):
                 try: line = raw.decode('utf-8-sig' if n == 1 else 'utf-8')
-                except UnicodeDecodeError as e: raise FormatError(f"{path}, line {n}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+                except UnicodeDecodeError as e:
+                    raise FormatError(f"{path}, line {n}: not UTF-8 text ({e.reason} at byte {e.start})") from None
                 yield n, line.rstrip('\r\n')
         except (OSError, EOFError, zlib.error) as e:  # a damaged or truncated .gz
             raise FormatError(f"{path}, line {n + 1}: cannot be read ({type(e).__name__}: {e})") from None
@@ -45,8 +47,10 @@ def iter_jsonl(path:str|Path # a JSON-lines file, optionally gzipped
     for n, line in iter_lines(path):
         if not line.strip(): continue
         try: obj = json.loads(line)
-        except json.JSONDecodeError as e: raise FormatError(f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
-        if not isinstance(obj, dict): raise FormatError(f"{path}, line {n}: expected a JSON object, got {type(obj).__name__}")
+        except json.JSONDecodeError as e:
+            raise FormatError(f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
+        if not isinstance(obj, dict):
+            raise FormatError(f"{path}, line {n}: expected a JSON object, got {type(obj).__name__}")
         yield n, obj
 
 # %% ../nbs/19_datasets.ipynb #808c24c3
@@ -54,13 +58,14 @@ def _records(path:str|Path, kind:str) -> Iterator[tuple[str, dict]]:
     "(id, record) of each line of a corpus or queries file, checking the id and the text."
     seen = {}
     for n, o in iter_jsonl(path):
-        i = o.get('_id', o.get('id'))
+        i, where = o.get('_id', o.get('id')), f"{path}, line {n}"
         if isinstance(i, bool) or not isinstance(i, (str, int)) or i == '':
-            raise FormatError(f"{path}, line {n}: no {kind} id (a non-empty '_id' or 'id' string)")
-        if (i := str(i)) in seen: raise FormatError(f"{path}, line {n}: duplicate {kind} id {i!r} (first on line {seen[i]})")
-        if not isinstance(o.get('text'), str): raise FormatError(f"{path}, line {n}: {kind} {i!r} has no 'text' string")
+            raise FormatError(f"{where}: no {kind} id (a non-empty '_id' or 'id' string)")
+        if (i := str(i)) in seen: raise FormatError(f"{where}: duplicate {kind} id {i!r} (first on line {seen[i]})")
+        if not isinstance(o.get('text'), str): raise FormatError(f"{where}: {kind} {i!r} has no 'text' string")
         try: (i + o['text'] + (o['title'] if isinstance(o.get('title'), str) else '')).encode('utf-8')
-        except UnicodeEncodeError: raise FormatError(f"{path}, line {n}: {kind} {i!r} holds a lone surrogate (\\ud800-\\udfff), not text") from None
+        except UnicodeEncodeError:
+            raise FormatError(f"{where}: {kind} {i!r} holds a lone surrogate (\\ud800-\\udfff), not text") from None
         seen[i] = n
         yield i, o
 
@@ -71,18 +76,25 @@ def read_corpus(path:str|Path # BEIR corpus.jsonl or PolEval passages.jl (option
     return {i: f"{o['title']} {o['text']}" if isinstance(o.get('title'), str) and o['title'].strip() else o['text']
             for i, o in _records(path, 'document')}
 
+# %% ../nbs/19_datasets.ipynb #e89554ce
 def read_queries(path:str|Path # BEIR queries.jsonl or PolEval questions.jl (optionally .gz)
                 ) -> dict[str, str]:
     "Query id -> text, in the order of the file."
     return {i: o['text'] for i, o in _records(path, 'query')}
 
+# %% ../nbs/19_datasets.ipynb #fba407b9
+def _columns(line:str) -> list[str]:
+    "The columns of a qrels line: tab-separated if it holds a tab, else whitespace-separated."
+    line = line.rstrip()
+    return line.split('\t') if '\t' in line else line.split()
+
 # %% ../nbs/19_datasets.ipynb #6bf640e2
 def _judgement(path, n:int, line:str) -> tuple[str, str, int]:
     "(query id, doc id, relevance) of one qrels line."
-    line = line.rstrip()  # trailing tabs make no column
-    f = line.split('\t') if '\t' in line else line.split()
-    if len(f) not in (3, 4): raise FormatError(f"{path}, line {n}: expected 3 tab-separated columns (query id, doc id, relevance) "
-                                               f"or 4 (TREC: query id, iteration, doc id, relevance), got {len(f)}")
+    f = _columns(line)
+    if len(f) not in (3, 4):
+        raise FormatError(f"{path}, line {n}: expected 3 tab-separated columns (query id, doc id, relevance) "
+                          f"or 4 (TREC: query id, iteration, doc id, relevance), got {len(f)}")
     q, d, r = (f[0], f[1], f[2]) if len(f) == 3 else (f[0], f[2], f[3])
     try: return q.strip(), d.strip(), int(float(r)) if float(r).is_integer() else int(r)
     except ValueError: raise FormatError(f"{path}, line {n}: relevance {r.strip()!r} is not an integer") from None
@@ -90,12 +102,12 @@ def _judgement(path, n:int, line:str) -> tuple[str, str, int]:
 # %% ../nbs/19_datasets.ipynb #ca0a63db
 def _is_header(line:str) -> bool:
     "Whether the first line of a qrels file is a header: 3 or 4 columns, the relevance column not a number."
-    line = line.rstrip()
-    f = line.split('\t') if '\t' in line else line.split()
+    f = _columns(line)
     if len(f) not in (3, 4): return False  # not a header: `_judgement` says what is wrong with it
     try: float(f[-1]); return False
     except ValueError: return True
 
+# %% ../nbs/19_datasets.ipynb #6382c7bb
 def _warn_unknown(path, unknown:list, what:str, consequence:str):
     "One warning counting the `unknown` entries of `path`, and what becomes of them."
     if unknown: warnings.warn(f"{path}: {len(unknown)} {what} (first: {unknown[0]}); {consequence}", stacklevel=3)
@@ -124,12 +136,43 @@ class Dataset:
     corpus: dict[str, str]               # doc id -> text
     queries: dict[str, str]              # query id -> text
     qrels: dict[str, dict[str, int]]     # query id -> {doc id: relevance}
-    def __repr__(self): return f"Dataset({len(self.corpus)} documents, {len(self.queries)} queries, {len(self.qrels)} judged)"
+    def __repr__(self):
+        return f"Dataset({len(self.corpus)} documents, {len(self.queries)} queries, {len(self.qrels)} judged)"
 
 # %% ../nbs/19_datasets.ipynb #f09066b0
 _LAYOUTS = {'beir': ('corpus.jsonl', 'queries.jsonl', 'qrels/{split}.tsv'),
             'poleval': ('passages.jl', 'questions.jl', 'pairs.tsv')}
 
+# %% ../nbs/19_datasets.ipynb #d0056566
+def write_qrels(qrels:dict[str, dict[str, int]], # {query id: {doc id: relevance}}
+                path:str|Path,                   # file to write
+                header:str='query-id\tcorpus-id\tscore' # first line (BEIR's; PolEval: question-id passage-id score)
+               ) -> Path:
+    "Write `qrels` as a tab-separated judgements file, refusing ids that hold a tab or a line break."
+    for q, docs in qrels.items():
+        for i in (q, *docs):
+            if not isinstance(i, str) or not i or any(c in i for c in '\t\r\n'):
+                raise ValueError(f"id {i!r} is empty or holds a tab or a line break, "
+                                 "which a judgements file cannot hold")
+    lines = [header] + [f'{q}\t{d}\t{r}' for q, ds in qrels.items() for d, r in ds.items()]
+    return atomic_write(path, '\n'.join(lines) + '\n')
+
+# %% ../nbs/19_datasets.ipynb #7040f9a9
+def write_dataset(ds:Dataset,         # the collection
+                  path:str|Path,      # folder to write into
+                  format:str='beir',  # 'beir' or 'poleval'
+                  split:str='test'    # BEIR: the name of the qrels file
+                 ) -> Path:
+    "Write `ds` as a BEIR or PolEval folder; returns the folder."
+    if format not in _LAYOUTS: raise ValueError(f"Unknown format {format!r}; choose from {', '.join(_LAYOUTS)}")
+    cf, qf, jf = (Path(path)/n.format(split=split) for n in _LAYOUTS[format])
+    key, head = ('_id', 'query-id\tcorpus-id\tscore') if format == 'beir' else ('id', 'question-id\tpassage-id\tscore')
+    jsonl = lambda d: ''.join(json.dumps({key: i, 'text': t}, ensure_ascii=False) + '\n' for i, t in d.items())
+    atomic_write(cf, jsonl(ds.corpus)); atomic_write(qf, jsonl(ds.queries))
+    write_qrels(ds.qrels, jf, head)
+    return Path(path)
+
+# %% ../nbs/19_datasets.ipynb #6337d0a5
 def _find(d:Path, name:str, split:str) -> Path|None:
     "The file `name` in `d`, as is, gzipped, or (PolEval) in the split's sub-folder."
     for p in (d/name, d/(name + '.gz'), d/split/name, d/split/(name + '.gz')):
@@ -144,10 +187,12 @@ def dataset_files(path:str|Path,  # a BEIR or PolEval folder
     "(format, corpus file, queries file, qrels file) of a dataset folder."
     d = Path(path)
     for fmt, names in _LAYOUTS.items():
-        files = [_find(d, n.format(split=split), split) for n in names]
+        names = [n.format(split=split) for n in names]
+        files = [_find(d, n, split) for n in names]
         if files[0] is None: continue
-        if None in files[:3 if qrels else 2]: raise FileNotFoundError(f"{d}: a {fmt} folder needs {', '.join(n.format(split=split) for n in names)}; "
-                                                  f"{names[files.index(None)].format(split=split)} is missing")
+        if None in files[:3 if qrels else 2]:
+            missing = names[files.index(None)]
+            raise FileNotFoundError(f"{d}: a {fmt} folder needs {', '.join(names)}; {missing} is missing")
         return (fmt, *files)
     raise FileNotFoundError(f"{d}: neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/{split}.tsv) "
                             "nor a PolEval folder (passages.jl, questions.jl, pairs.tsv)")
@@ -163,29 +208,3 @@ def load_dataset(path:str|Path,   # a BEIR or PolEval folder
     _warn_unknown(jf, [repr(q) for q in qrels if q not in queries], "judged queries are not in the queries file",
                   "they are never searched, so the means leave them out (or count them as 0 with `complete=True`)")
     return Dataset(corpus, queries, qrels)
-
-# %% ../nbs/19_datasets.ipynb #d0056566
-def write_qrels(qrels:dict[str, dict[str, int]], # {query id: {doc id: relevance}}
-                path:str|Path,                   # file to write
-                header:str='query-id\tcorpus-id\tscore' # first line (BEIR's; PolEval: question-id passage-id score)
-               ) -> Path:
-    "Write `qrels` as a tab-separated judgements file, refusing ids that hold a tab or a line break."
-    for q, docs in qrels.items():
-        for i in (q, *docs):
-            if not isinstance(i, str) or not i or any(c in i for c in '\t\r\n'):
-                raise ValueError(f"id {i!r} is empty or holds a tab or a line break, which a judgements file cannot hold")
-    return atomic_write(path, '\n'.join([header] + [f'{q}\t{d}\t{r}' for q, ds in qrels.items() for d, r in ds.items()]) + '\n')
-
-def write_dataset(ds:Dataset,         # the collection
-                  path:str|Path,      # folder to write into
-                  format:str='beir',  # 'beir' or 'poleval'
-                  split:str='test'    # BEIR: the name of the qrels file
-                 ) -> Path:
-    "Write `ds` as a BEIR or PolEval folder (titles are not split off: each text goes whole into `text`)."
-    if format not in _LAYOUTS: raise ValueError(f"Unknown format {format!r}; choose from {', '.join(_LAYOUTS)}")
-    cf, qf, jf = (Path(path)/n.format(split=split) for n in _LAYOUTS[format])
-    key, head = ('_id', 'query-id\tcorpus-id\tscore') if format == 'beir' else ('id', 'question-id\tpassage-id\tscore')
-    atomic_write(cf, ''.join(json.dumps({key: i, 'text': t}, ensure_ascii=False) + '\n' for i, t in ds.corpus.items()))
-    atomic_write(qf, ''.join(json.dumps({key: i, 'text': t}, ensure_ascii=False) + '\n' for i, t in ds.queries.items()))
-    write_qrels(ds.qrels, jf, head)
-    return Path(path)

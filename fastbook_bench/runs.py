@@ -29,8 +29,10 @@ def to_run(query_ids:Sequence[str], # one per searched query, in order
 # %% ../nbs/20_runs.ipynb #cb3f06cd
 def _check_id(i:str, what:str):
     "Raise a ValueError if id `i` cannot be written in a whitespace-separated file."
-    if not i or any(c.isspace() for c in i): raise ValueError(f"{what} {i!r} is empty or holds whitespace, which a TREC run file cannot hold")
+    if not i or any(c.isspace() for c in i):
+        raise ValueError(f"{what} {i!r} is empty or holds whitespace, which a TREC run file cannot hold")
 
+# %% ../nbs/20_runs.ipynb #bae5519b
 def write_run(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
               path:str|Path,                   # file to write
               tag:str='fastbook_bench'         # the run's name (last column)
@@ -39,7 +41,8 @@ def write_run(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
     lines = []
     for q, docs in run.items():
         _check_id(q, 'query id')
-        for r, d in enumerate(trec_order(docs), 1): _check_id(d, 'doc id'); lines.append(f'{q} Q0 {d} {r} {float(docs[d])!r} {tag}\n')
+        for r, d in enumerate(trec_order(docs), 1):
+            _check_id(d, 'doc id'); lines.append(f'{q} Q0 {d} {r} {float(docs[d])!r} {tag}\n')
     return atomic_write(path, ''.join(lines))
 
 # %% ../nbs/20_runs.ipynb #cbedf21e
@@ -49,11 +52,14 @@ def read_run(path:str|Path # a TREC run file
     run = {}
     for n, line in iter_lines(path):
         if not (f := line.split()): continue
-        if len(f) != 6: raise FormatError(f"{path}, line {n}: expected 6 columns (query id, Q0, doc id, rank, score, tag), got {len(f)}")
+        if len(f) != 6:
+            raise FormatError(f"{path}, line {n}: expected 6 columns (query id, Q0, doc id, rank, score, tag), "
+                              f"got {len(f)}")
         try: s = float(f[4])
         except ValueError: s = math.nan
         if not math.isfinite(s): raise FormatError(f"{path}, line {n}: score {f[4]!r} is not a finite number")
-        if f[2] in (docs := run.setdefault(f[0], {})): raise FormatError(f"{path}, line {n}: document {f[2]!r} retrieved twice for query {f[0]!r}")
+        if f[2] in (docs := run.setdefault(f[0], {})):
+            raise FormatError(f"{path}, line {n}: document {f[2]!r} retrieved twice for query {f[0]!r}")
         docs[f[2]] = s
     return run
 
@@ -69,7 +75,8 @@ def write_poleval(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
     for q in query_ids:
         ids = trec_order(run.get(q, {}))[:k]
         if bad := [d for d in ids if '\t' in d or '\n' in d or '\r' in d or not d]:
-            raise ValueError(f"doc id {bad[0]!r} is empty or holds a tab or a line break, which a PolEval submission cannot hold")
+            raise ValueError(f"doc id {bad[0]!r} is empty or holds a tab or a line break, "
+                             "which a PolEval submission cannot hold")
         if fill is not None and len(ids) < k:
             have = set(ids); ids += [d for d in fill[:k + len(ids)] if d not in have][:k - len(ids)]
         lines.append('\t'.join(ids) + '\n')
@@ -82,7 +89,9 @@ def read_poleval(path:str|Path,            # a PolEval submission
     "`{query id: {doc id: score}}` from a PolEval submission; the passage at rank r of n scores n - r + 1."
     if isinstance(query_ids, str): raise TypeError("query_ids must be a list of question ids, not one string")
     lines = [l for _, l in iter_lines(path)]
-    if len(lines) != len(query_ids): raise FormatError(f"{path}: {len(lines)} lines for {len(query_ids)} questions; a submission has one line per question")
+    if len(lines) != len(query_ids):
+        raise FormatError(f"{path}: {len(lines)} lines for {len(query_ids)} questions; "
+                          "a submission has one line per question")
     run = {}
     for n, (q, line) in enumerate(zip(query_ids, lines), 1):
         ids = [d for d in line.split('\t') if d.strip()]
@@ -95,7 +104,7 @@ def benchmark_qrels(questions:list[dict], # from `load_benchmark`
                     corpus:Corpus,        # a chunking, from `build_corpus`
                     cache:bool=True       # keep the normalised chunks in the user cache
                    ) -> dict[str, dict[str, int]]:
-    "Qrels over `corpus`: each chunk of a question's chapter labelled with the number of its components it holds a context of."
+    "Qrels over `corpus`: each chunk of a question's chapter graded by how many of its components it has a context of."
     texts, qrels = normalize_all(corpus.passages, cache), {}
     for q in questions:
         ctxs = [[normalize(c) for c in ac['context'] if c] for ac in q['answer_context']]
