@@ -7,7 +7,7 @@ from __future__ import annotations
 import email.utils, http.client, json, os, random, re, socket, threading, time, urllib.error, urllib.request
 from collections import Counter
 from pathlib import Path
-from fastcore.basics import patch_to
+from fastcore.basics import patch_to, store_attr
 from .core import fingerprint
 from .fts import tokenize
 
@@ -16,7 +16,7 @@ __all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'render_prompt', 'parse_label', 'Judg
            'LLMJudge', 'make_judge']
 
 # %% ../nbs/21_judge.ipynb #3b524525
-JUDGE_PROMPT = r"""You are judging whether a document answers a search query.
+JUDGE_PROMPT = """You are judging whether a document answers a search query.
 
 <query>
 {query}
@@ -32,11 +32,10 @@ Grade how well the document, on its own, answers the query:
 2 (borderline reject): the document answers less than about half of the query.
 1 (reject): the document holds scant information for the query.
 
-First explain your reasoning in a few sentences. Then give your grade as a single number in \boxed{}, for example \boxed{3}."""
+First explain your reasoning in a few sentences. \
+Then give your grade as a single number in \\boxed{}, for example \\boxed{3}."""
 
 # %% ../nbs/21_judge.ipynb #eecef8d1
-_FIELD = re.compile(r'\{(query|document)\}')
-
 def render_prompt(template:str, # text with the fields {query} and {document}
                   query:str,    # the query's text
                   document:str  # the document's text
@@ -44,15 +43,13 @@ def render_prompt(template:str, # text with the fields {query} and {document}
     "`template` with its `{query}` and `{document}` fields filled in."
     if missing := [f for f in ('{query}', '{document}') if f not in template]:
         raise ValueError(f"The judge prompt template lacks the field {missing[0]}")
-    return _FIELD.sub(lambda m: query if m[1] == 'query' else document, template)
+    return re.sub(r'\{(query|document)\}', lambda m: query if m[1] == 'query' else document, template)
 
 # %% ../nbs/21_judge.ipynb #ef204c5c
-_BOXED = re.compile(r'\\boxed\{\s*([^{}]*?)\s*\}')
-
 def parse_label(reply:str|None # the model's reply
                ) -> int|None:
     "The grade in the last `\\boxed{}` of `reply` if it is 1, 2, 3 or 4, else None."
-    found = _BOXED.findall(reply or '')
+    found = re.findall(r'\\boxed\{\s*([^{}]*?)\s*\}', reply or '')
     return int(found[-1]) if found and found[-1] in ('1', '2', '3', '4') else None
 
 # %% ../nbs/21_judge.ipynb #a96933ee
@@ -67,11 +64,12 @@ class Judge:
 def overlap_label(query:str,   # the query's text
                   document:str # the document's text
                  ) -> int:
-    "1-4 from the share of the query's distinct words found in `document`: >= 3/4 → 4, >= 1/2 → 3, >= 1/4 → 2, else 1."
+    "1-4 from the share of the query's distinct words in `document`: >= 3/4 → 4, >= 1/2 → 3, >= 1/4 → 2, else 1."
     q = set(tokenize(query))
     share = len(q & set(tokenize(document))) / len(q) if q else 0
     return 4 if share >= 0.75 else 3 if share >= 0.5 else 2 if share >= 0.25 else 1
 
+# %% ../nbs/21_judge.ipynb #3d38d56a
 class OverlapJudge(Judge):
     "A judge needing no network: `overlap_label`, with a reply in the format asked of the LLM."
     name = 'overlap'
@@ -83,40 +81,64 @@ class OverlapJudge(Judge):
 class LLMError(RuntimeError):
     "The chat-completions endpoint failed in a way retrying did not (or cannot) fix."
 
+# %% ../nbs/21_judge.ipynb #cc916cbc
 class _Retry(Exception):
     "A failure worth retrying: `reason`, and the server's Retry-After in seconds if it sent one."
-    def __init__(self, reason:str, retry_after:float|None=None): super().__init__(reason); self.retry_after = retry_after
+    def __init__(self, reason:str, retry_after:float|None=None):
+        super().__init__(reason); self.retry_after = retry_after
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+# %% ../nbs/21_judge.ipynb #b86225b4
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}  # HTTP statuses worth another try
+
+# %% ../nbs/21_judge.ipynb #eee292e3
+def _chat_url(base_url:str # e.g. https://api.openai.com/v1
+             ) -> str:
+    "The chat-completions URL of an OpenAI-compatible `base_url`."
+    if not re.match(r'https?://', base_url):
+        raise ValueError(f"the LLM base URL must start with http:// or https://, got {base_url!r}")
+    base = base_url.rstrip('/')
+    return base if base.endswith('/chat/completions') else base + '/chat/completions'
+
+# %% ../nbs/21_judge.ipynb #4cda4878
+def _judge_name(model:str, prompt:str) -> str:
+    "`llm:MODEL`, and `:prompt-FINGERPRINT` when `prompt` is not `JUDGE_PROMPT`."
+    return f'llm:{model}' + ('' if prompt == JUDGE_PROMPT else f':prompt-{fingerprint(prompt)[:8]}')
+
+# %% ../nbs/21_judge.ipynb #e277dd65
+def _check_options(prompt:str, timeout:float, max_retries:int):
+    "Fail on a template without its fields, a timeout that is not positive, or a negative number of retries."
+    render_prompt(prompt, '', '')
+    if not (isinstance(max_retries, int) and max_retries >= 0):
+        raise ValueError(f"max_retries must be 0 or more, got {max_retries!r}")
+    if not timeout > 0: raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 # %% ../nbs/21_judge.ipynb #3b62a2ec
 class LLMJudge(Judge):
     "Grades pairs with an LLM behind an OpenAI-compatible chat-completions endpoint."
-    def __init__(self, base_url:str,              # e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
-                 model:str,                       # model name the endpoint knows
+    def __init__(self, base_url:str,               # e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
+                 model:str,                        # model name the endpoint knows
+                 *,
                  api_key_env:str='OPENAI_API_KEY', # environment variable holding the API key (may be unset)
-                 prompt:str=JUDGE_PROMPT,         # template with {query} and {document}
-                 timeout:float=60,                # seconds to wait for one answer
-                 max_retries:int=6,               # retries of one request before giving up
-                 backoff:float=1.0,               # first retry delay in seconds, doubled each retry
-                 max_backoff:float=60,            # longest delay between retries (unless Retry-After asks more)
-                 temperature:float=0.0,           # sampling temperature (0: the model's most likely reply)
-                 max_tokens:int|None=None):       # longest reply in tokens (None: the endpoint's default)
-        render_prompt(prompt, '', '')  # fail now on a template without its fields
-        if not re.match(r'https?://', base_url): raise ValueError(f"the LLM base URL must start with http:// or https://, got {base_url!r}")
-        if not (isinstance(max_retries, int) and max_retries >= 0): raise ValueError(f"max_retries must be 0 or more, got {max_retries!r}")
-        if not timeout > 0: raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        base = base_url.rstrip('/')
-        self.url = base if base.endswith('/chat/completions') else base + '/chat/completions'
-        self.model, self.api_key_env, self.prompt, self.timeout = model, api_key_env, prompt, timeout
-        self.max_retries, self.backoff, self.max_backoff, self.temperature, self.max_tokens = max_retries, backoff, max_backoff, temperature, max_tokens
-        self.name = f'llm:{model}' + ('' if prompt == JUDGE_PROMPT else f':prompt-{fingerprint(prompt)[:8]}')
+                 prompt:str=JUDGE_PROMPT,          # template with {query} and {document}
+                 timeout:float=60,                 # seconds to wait for one answer
+                 max_retries:int=6,                # retries of one request before giving up
+                 backoff:float=1.0,                # first retry delay in seconds, doubled each retry
+                 max_backoff:float=60,             # longest delay between retries (unless Retry-After asks more)
+                 temperature:float=0.0,            # sampling temperature (0: the model's most likely reply)
+                 max_tokens:int|None=None):        # longest reply in tokens (None: the endpoint's default)
+        _check_options(prompt, timeout, max_retries)
+        self.url, self.name = _chat_url(base_url), _judge_name(model, prompt)
+        store_attr('model,api_key_env,prompt,timeout,max_retries,backoff,max_backoff,temperature,max_tokens',
+                   store_args=False)
         self.requests, self._lock = Counter(), threading.Lock()  # requests made, by outcome
 
-    def __repr__(self): return f"LLMJudge({self.url!r}, model={self.model!r}, key from ${self.api_key_env})"
+# %% ../nbs/21_judge.ipynb #439c851d
+@patch_to(LLMJudge)
+def __repr__(self): return f"LLMJudge({self.url!r}, model={self.model!r}, key from ${self.api_key_env})"
 
 # %% ../nbs/21_judge.ipynb #fbc7baaa
-def _retry_after(value:str|None) -> float|None:
+def _retry_after(value:str|None # the header's value, if the response had one
+                ) -> float|None:
     "Seconds asked by a Retry-After header (a number or an HTTP date), or None."
     if not value: return None
     try: return max(0.0, float(value))
@@ -124,30 +146,54 @@ def _retry_after(value:str|None) -> float|None:
     try: return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError): return None
 
+# %% ../nbs/21_judge.ipynb #3c616eb5
 @patch_to(LLMJudge)
-def _attempt(self, data:bytes) -> str:
-    "One request: the reply text, or `_Retry`/`LLMError`."
-    headers = {'Content-Type': 'application/json'}
-    if key := os.environ.get(self.api_key_env): headers['Authorization'] = f'Bearer {key}'
-    try:
-        with urllib.request.urlopen(urllib.request.Request(self.url, data, headers), timeout=self.timeout) as r: raw = r.read()
-    except urllib.error.HTTPError as e:
-        if e.code in RETRY_STATUS: raise _Retry(f'HTTP {e.code}', _retry_after(e.headers.get('Retry-After'))) from None
-        hint = '' if e.code not in (401, 403) else (f" (the key comes from ${self.api_key_env}, which is not set)"
-                                                    if not os.environ.get(self.api_key_env) else f" (the key comes from ${self.api_key_env})")
-        raise LLMError(f"{self.url}: HTTP {e.code} {e.reason}{hint}: {e.read()[:300].decode('utf-8', 'replace')}") from None
-    except (TimeoutError, socket.timeout, ConnectionError, http.client.HTTPException, urllib.error.URLError) as e:
-        raise _Retry(f'{type(e).__name__}: {getattr(e, "reason", e)}') from None
+def _headers(self) -> dict:
+    "The request's headers: the API key as a bearer token, if the environment variable is set now."
+    key = os.environ.get(self.api_key_env)
+    return {'Content-Type': 'application/json', **({'Authorization': f'Bearer {key}'} if key else {})}
+
+# %% ../nbs/21_judge.ipynb #805460e7
+@patch_to(LLMJudge)
+def _http_error(self, e:urllib.error.HTTPError # the error urllib raised
+               ) -> Exception:
+    "A `_Retry` for a status in `RETRY_STATUS`, else an `LLMError` saying what the server answered."
+    if e.code in RETRY_STATUS: return _Retry(f'HTTP {e.code}', _retry_after(e.headers.get('Retry-After')))
+    hint = ''
+    if e.code in (401, 403):
+        unset = '' if os.environ.get(self.api_key_env) else ', which is not set'
+        hint = f" (the key comes from ${self.api_key_env}{unset})"
+    return LLMError(f"{self.url}: HTTP {e.code} {e.reason}{hint}: {e.read()[:300].decode('utf-8', 'replace')}")
+
+# %% ../nbs/21_judge.ipynb #447ebe79
+def _reply_text(raw:bytes # the body of a 200 response
+               ) -> str:
+    "The reply text of a chat-completion body; a `_Retry` when the body is not one."
     try: reply = json.loads(raw)['choices'][0]['message']['content']
-    except (ValueError, KeyError, IndexError, TypeError): raise _Retry(f'malformed response body: {raw[:100]!r}') from None
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise _Retry(f'malformed response body: {raw[:100]!r}') from None
     if reply is not None and not isinstance(reply, str): raise _Retry(f'message content is a {type(reply).__name__}')
     return reply or ""
+
+# %% ../nbs/21_judge.ipynb #dde1daa0
+@patch_to(LLMJudge)
+def _attempt(self, data:bytes # the JSON request body
+            ) -> str:
+    "One request: the reply text, or `_Retry`/`LLMError`."
+    req = urllib.request.Request(self.url, data, self._headers())
+    try:
+        with urllib.request.urlopen(req, timeout=self.timeout) as r: raw = r.read()
+    except urllib.error.HTTPError as e: raise self._http_error(e) from None
+    except (TimeoutError, socket.timeout, ConnectionError, http.client.HTTPException, urllib.error.URLError) as e:
+        raise _Retry(f'{type(e).__name__}: {getattr(e, "reason", e)}') from None
+    return _reply_text(raw)
 
 # %% ../nbs/21_judge.ipynb #fddd8489
 @patch_to(LLMJudge)
 def _count(self, outcome:str):
     with self._lock: self.requests[outcome] += 1
 
+# %% ../nbs/21_judge.ipynb #bc65ccdc
 @patch_to(LLMJudge)
 def delay(self, attempt:int,                 # retries made so far for this request
           retry_after:float|None=None # seconds the server asked to wait, if it did
@@ -155,37 +201,56 @@ def delay(self, attempt:int,                 # retries made so far for this requ
     "Seconds to wait before retry number `attempt` + 1."
     return max(retry_after or 0.0, min(self.max_backoff, self.backoff * 2 ** attempt) * random.uniform(1, 1.25))
 
+# %% ../nbs/21_judge.ipynb #7fc698ee
+@patch_to(LLMJudge)
+def _body(self, query:str, document:str) -> bytes:
+    "The chat-completions request for one pair, as JSON."
+    msg = {'role': 'user', 'content': render_prompt(self.prompt, query, document)}
+    extra = {'max_tokens': self.max_tokens} if self.max_tokens else {}
+    return json.dumps({'model': self.model, 'messages': [msg], 'temperature': self.temperature, **extra}).encode()
+
+# %% ../nbs/21_judge.ipynb #d53535c0
 @patch_to(LLMJudge)
 def judge(self, query:str, document:str) -> tuple[int|None, str]:
     "The LLM's grade of the pair (None if its reply has none) and the reply."
-    body = {'model': self.model, 'messages': [{'role': 'user', 'content': render_prompt(self.prompt, query, document)}],
-            'temperature': self.temperature, **({'max_tokens': self.max_tokens} if self.max_tokens else {})}
-    data = json.dumps(body).encode()
+    data = self._body(query, document)
     for attempt in range(self.max_retries + 1):
         try: reply = self._attempt(data)
         except _Retry as e:
             self._count(str(e).split(':')[0])
-            if attempt == self.max_retries: raise LLMError(f"{self.url}: no answer after {attempt + 1} attempts; the last: {e}") from None
+            if attempt == self.max_retries:
+                raise LLMError(f"{self.url}: no answer after {attempt + 1} attempts; the last: {e}") from None
             time.sleep(self.delay(attempt, e.retry_after)); continue
         self._count('answered')
         return parse_label(reply), reply
 
+# %% ../nbs/21_judge.ipynb #a13ab799
+def _read_prompt(prompt_file:str|Path|None # a prompt template file, or None for `JUDGE_PROMPT`
+                ) -> str:
+    "The prompt template in `prompt_file`, checked for its two fields."
+    if prompt_file is None: return JUDGE_PROMPT
+    text = Path(prompt_file).read_text(encoding='utf-8')
+    try: render_prompt(text, '', '')
+    except ValueError as e: raise ValueError(f"{prompt_file}: {e}") from None
+    return text
+
 # %% ../nbs/21_judge.ipynb #9ce9b6b5
-def make_judge(kind:str='llm',               # 'llm' or 'overlap'
+def make_judge(kind:str='llm',                   # 'llm' or 'overlap'
                *,
-               base_url:str|None=None,       # OpenAI-compatible endpoint (llm)
-               model:str|None=None,          # model name at that endpoint (llm)
+               base_url:str|None=None,           # OpenAI-compatible endpoint (llm)
+               model:str|None=None,              # model name at that endpoint (llm)
                api_key_env:str='OPENAI_API_KEY', # environment variable holding the API key
-               prompt_file:str|Path|None=None, # a prompt template file with {query} and {document} (default: JUDGE_PROMPT)
-               timeout:float=60,             # seconds to wait for one answer
-               max_retries:int=6,            # retries of a failing request
-               dry_run:bool=False            # a dry run may go without an endpoint (then no judge: None)
+               prompt_file:str|Path|None=None,   # a prompt template file with {query} and {document}
+               timeout:float=60,                 # seconds to wait for one answer
+               max_retries:int=6,                # retries of a failing request
+               dry_run:bool=False                # a dry run may go without an endpoint (then no judge: None)
               ) -> Judge|None:
     "The judge that `kind` and the options name."
     if kind == 'overlap': return OverlapJudge()
     if kind != 'llm': raise ValueError(f"Unknown judge {kind!r}; choose from llm, overlap")
     if base_url and model:
-        prompt = Path(prompt_file).read_text(encoding='utf-8') if prompt_file else JUDGE_PROMPT
-        return LLMJudge(base_url, model, api_key_env=api_key_env, prompt=prompt, timeout=timeout, max_retries=max_retries)
+        return LLMJudge(base_url, model, api_key_env=api_key_env, prompt=_read_prompt(prompt_file), timeout=timeout,
+                        max_retries=max_retries)
     if dry_run: return None
-    raise ValueError("--llm-base-url and --llm-model are required (or --judge overlap to try it without an LLM, or --dry-run)")
+    raise ValueError("--llm-base-url and --llm-model are required "
+                     "(or --judge overlap to try it without an LLM, or --dry-run)")

@@ -8,7 +8,7 @@ import json, sys, threading, time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 from fastcore.basics import patch_to
 from .core import fingerprint
 from .judge import Judge
@@ -17,8 +17,6 @@ from .judge import Judge
 __all__ = ['JudgmentLog', 'texts_key', 'judge_pairs', 'relevance']
 
 # %% ../nbs/22_judgments.ipynb #ebaad64b
-_LOG_KEYS = ('query_id', 'doc_id', 'label', 'judge')
-
 class JudgmentLog:
     "Judgments as JSON lines, appended one by one (thread-safe) as they arrive."
     def __init__(self, path:str|Path): # the .jsonl file (created on the first append)
@@ -29,13 +27,15 @@ class JudgmentLog:
 def _check_record(r, fn, line:int) -> dict:
     "`r` if it is a judgment record, else a ValueError naming `fn` and `line`."
     if not isinstance(r, dict): raise ValueError(f"{fn}, line {line}: expected a JSON object, got {type(r).__name__}")
-    if miss := [k for k in _LOG_KEYS if k not in r]: raise ValueError(f"{fn}, line {line}: no field {', '.join(map(repr, miss))}")
+    if miss := [k for k in ('query_id', 'doc_id', 'label', 'judge') if k not in r]:
+        raise ValueError(f"{fn}, line {line}: no field {', '.join(map(repr, miss))}")
     if not (r['label'] is None or (type(r['label']) is int and 1 <= r['label'] <= 4)):
         raise ValueError(f"{fn}, line {line}: 'label' must be 1-4 or null, got {r['label']!r}")
     for f in ('query_id', 'doc_id'):
         if not isinstance(r[f], str): raise ValueError(f"{fn}, line {line}: {f!r} must be a string, got {r[f]!r}")
     return r
 
+# %% ../nbs/22_judgments.ipynb #7c373bd9
 @patch_to(JudgmentLog)
 def read(self) -> dict[tuple[str, str], dict]:
     "The judgments in the log by (query id, doc id); a later line for the same pair wins."
@@ -48,13 +48,13 @@ def read(self) -> dict[tuple[str, str], dict]:
             if i == len(lines): break  # an unfinished last line (no newline yet): the write was interrupted
             raise ValueError(f"{self.path}, line {i}: not valid JSON: {e}") from None
         r = _check_record(r, self.path, i)
-        out[str(r['query_id']), str(r['doc_id'])] = r
+        out[r['query_id'], r['doc_id']] = r
     return out
 
 # %% ../nbs/22_judgments.ipynb #73952a9b
 @patch_to(JudgmentLog)
 def _repair(self):
-    "End the log with a newline: cut off an unfinished last line left by an interrupted write, or complete a whole one."
+    "End the log with a newline: cut off an unfinished last line, or complete a whole one."
     if not self.path.is_file() or not (data := self.path.read_bytes()) or data.endswith(b'\n'): return
     try: json.loads(data[data.rfind(b'\n') + 1:]); whole = True
     except ValueError: whole = False
@@ -64,6 +64,7 @@ def _repair(self):
     print(f"fastbook_bench: {self.path}: dropping an unfinished last line", file=sys.stderr)
     with open(self.path, 'r+b') as f: f.truncate(data.rfind(b'\n') + 1)
 
+# %% ../nbs/22_judgments.ipynb #88a37068
 @patch_to(JudgmentLog)
 def append(self, record:dict # one judgment
           ):
@@ -75,39 +76,54 @@ def append(self, record:dict # one judgment
         with open(self.path, 'a', encoding='utf-8') as f: f.write(line); f.flush()
 
 # %% ../nbs/22_judgments.ipynb #95b2721f
-def texts_key(query:str, document:str) -> str:
+def texts_key(query:str,   # the query's text
+              document:str # the document's text
+             ) -> str:
     "A short fingerprint of a pair's texts, so a rerun notices a query or document whose text changed."
     return fingerprint(query, document)[:16]
 
-def judge_pairs(pairs:Sequence[tuple[str, str]], # (query id, doc id) pairs to judge
-                queries:Mapping[str, str], corpus:Mapping[str, str], # ids -> texts
-                judge:Judge,                 # who grades
-                log:JudgmentLog,             # where each judgment is appended as it arrives
-                concurrency:int=8,           # judgments in flight at once
-                progress:bool=True           # show a progress bar on stderr
+# %% ../nbs/22_judgments.ipynb #f020c332
+def _judge_one(judge:Judge, log:JudgmentLog, query_id:str, doc_id:str, query:str, document:str) -> dict:
+    "Judge one pair, append the judgment to `log`, and return it."
+    t = time.perf_counter()
+    label, reply = judge.judge(query, document)
+    rec = {'query_id': query_id, 'doc_id': doc_id, 'label': label, 'reply': reply, 'judge': judge.name,
+           'texts': texts_key(query, document), 'seconds': round(time.perf_counter() - t, 3)}
+    log.append(rec)
+    return rec
+
+# %% ../nbs/22_judgments.ipynb #e32add35
+def _run_bounded(pool:ThreadPoolExecutor, fn:Callable, items:Iterable, n:int, done:Callable) -> list:
+    "`fn` of each of `items` on `pool`, at most `n` in flight; results in order of completion, `done()` after each."
+    todo, out = iter(items), []
+    running = {pool.submit(fn, x) for x in islice(todo, n)}
+    try:
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished: out.append(f.result()); done()
+            running |= {pool.submit(fn, x) for x in islice(todo, len(finished))}
+    except BaseException:
+        for f in running: f.cancel()
+        raise
+    return out
+
+# %% ../nbs/22_judgments.ipynb #f37050bf
+def judge_pairs(pairs:Sequence[tuple[str, str]],   # (query id, doc id) pairs to judge
+                queries:Mapping[str, str],         # query id -> text
+                corpus:Mapping[str, str],          # doc id -> text
+                judge:Judge,                       # who grades
+                log:JudgmentLog,                   # where each judgment is appended as it arrives
+                concurrency:int=8,                 # judgments in flight at once
+                progress:bool=True                 # show a progress bar on stderr
                ) -> list[dict]:
     "Judge `pairs`, `concurrency` at a time, logging each judgment; returns them in order of arrival."
-    if not isinstance(concurrency, int) or concurrency < 1: raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
-    def one(qid, did):
-        t = time.perf_counter()
-        label, reply = judge.judge(queries[qid], corpus[did])
-        rec = {'query_id': qid, 'doc_id': did, 'label': label, 'reply': reply, 'judge': judge.name,
-               'texts': texts_key(queries[qid], corpus[did]), 'seconds': round(time.perf_counter() - t, 3)}
-        log.append(rec)
-        return rec
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
     from tqdm.auto import tqdm
-    todo, out = iter(pairs), []
-    with ThreadPoolExecutor(concurrency) as pool, tqdm(total=len(pairs), desc='judging', disable=not progress, file=sys.stderr) as bar:
-        running = {pool.submit(one, *p) for p in islice(todo, concurrency)}
-        try:
-            while running:
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for f in done: out.append(f.result()); bar.update()
-                running |= {pool.submit(one, *p) for p in islice(todo, len(done))}
-        except BaseException:
-            for f in running: f.cancel()
-            raise
-    return out
+    one = lambda p: _judge_one(judge, log, *p, queries[p[0]], corpus[p[1]])
+    with (ThreadPoolExecutor(concurrency) as pool,
+          tqdm(total=len(pairs), desc='judging', disable=not progress, file=sys.stderr) as bar):
+        return _run_bounded(pool, one, pairs, concurrency, bar.update)
 
 # %% ../nbs/22_judgments.ipynb #5cf5f4e3
 def relevance(judgments:Iterable[dict], # judgment records (`query_id`, `doc_id`, `label`)
@@ -117,5 +133,6 @@ def relevance(judgments:Iterable[dict], # judgment records (`query_id`, `doc_id`
     if threshold not in (1, 2, 3, 4): raise ValueError(f"threshold must be 1, 2, 3 or 4, got {threshold!r}")
     out = {}
     for r in judgments:
-        if r['label'] is not None and r['label'] >= threshold: out.setdefault(r['query_id'], {})[r['doc_id']] = r['label']
+        if r['label'] is not None and r['label'] >= threshold:
+            out.setdefault(r['query_id'], {})[r['doc_id']] = r['label']
     return out
