@@ -4,14 +4,14 @@
 
 # %% ../nbs/24_bench.ipynb #aac94a10
 from __future__ import annotations
-import csv, io, json, time
+import csv, io, json
 from pathlib import Path
 from typing import Sequence
 from .core import atomic_write
 from .chunking import build_corpus, chunk_sizes
 from .data import load_benchmark, load_keywords
 from .datasets import dataset_files, read_corpus, read_qrels, read_queries
-from .methods import BuildOptions, get_retriever, parse_methods
+from .methods import BuildOptions, Method, get_retriever, parse_methods
 from .metrics import DEFAULT_METRICS, STANDARD_METRICS, evaluate, parse_metric
 from .plots import save_plots
 from .retriever import search_batched
@@ -28,50 +28,64 @@ def keyword_queries(questions:list[dict], # as returned by `load_benchmark`
                     keywords:dict         # as returned by `load_keywords`
                    ) -> dict[str, str]:
     "Each question's query (`question_queries`) -> its published FTS keywords."
-    return {t: keywords[q['chapter'], q['question_number']]['keywords'] for q, t in zip(questions, question_queries(questions))}
+    return {t: keywords[q['chapter'], q['question_number']]['keywords']
+            for q, t in zip(questions, question_queries(questions))}
+
+# %% ../nbs/24_bench.ipynb #7d5b210c
+def _alt_queries(methods:list[Method], questions:list[dict], data) -> dict:
+    "The other query fields that `methods` search: the published keywords, read only when asked for."
+    if not any('keywords' in m.fields for m in methods): return {}
+    return {'keywords': keyword_queries(questions, load_keywords(data))}
+
+# %% ../nbs/24_bench.ipynb #0ce464c5
+def _summary_row(rows:list[dict], model:str, cs:int, k:int) -> dict:
+    "The summary row of one method at one chunk size: means, then 95 % intervals."
+    s, ms = summary_table([dict(r, chunk_size=cs) for r in rows])[0], (f'mrr_at_{k}', f'recall_at_{k}')
+    return {'method': s['method'], 'model': model, 'chunk_size': cs, 'n_questions': s['n_questions'],
+            **{m: s[m] for m in ms}, **{f'{m}_{e}': s[f'{m}_{e}'] for m in ms for e in ('lo', 'hi')}}
+
+# %% ../nbs/24_bench.ipynb #b1027263
+def _question_row(row:dict, model:str, cs:int, corpus) -> dict:
+    "A per-question row for the CSV: what was retrieved, as JSON."
+    ids, scores = row['passage_ids'], row['scores']
+    return dict(row, model=model, chunk_size=cs, passage_ids=json.dumps(ids),
+                scores=json.dumps([round(x, 6) for x in scores]),
+                passages=json.dumps([corpus.passages[i] for i in ids]))
+
+# %% ../nbs/24_bench.ipynb #0969f5e8
+def _run_chunk_size(methods:list[Method], cs:int, questions:list[dict], alt:dict, k:int, data, o:BuildOptions):
+    "Summary and per-question rows of `methods` over the chapters chunked at `cs` tokens."
+    corpus, summary, per_q = build_corpus(data, chunk_size=cs, cache=o.cache), [], []
+    normalize_all(corpus.passages, cache=o.cache)
+    for m in methods:
+        r = get_retriever(m.name, corpus.passages, o, labels=corpus.chapters, alt_queries=alt)
+        rows = score_retriever(r, corpus, questions, name=m.name, k=k, progress=o.progress)
+        summary.append(_summary_row(rows, r.model, cs, k))
+        per_q += [_question_row(row, r.model, cs, corpus) for row in rows]
+    return summary, per_q
 
 # %% ../nbs/24_bench.ipynb #bcb96fbc
-def run_benchmark(methods:str|Sequence[str]|None=None, # method names, comma-separated or a list (default: the published four)
+def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated or a list (default: the published four)
                   *,
-                  chunk_size:int|str|Sequence[int]=500,  # chunk size(s) in tokens: 500, [256, 500] or '256,500'
-                  k:int=10,                              # metric cutoff and passages retrieved per question
-                  data:str|Path|None=None,               # data folder (default: FASTBOOK_BENCH_DATA, cache, download)
+                  chunk_size:int|str|Sequence[int]=500, # chunk size(s) in tokens: 500, [256, 500] or '256,500'
+                  k:int=10,                # passages retrieved and scored per question
+                  data:str|Path|None=None, # data folder (see `fastbook_bench.data`)
                   out:str|Path|None='fastbook-bench-results', # folder for the CSVs (None: write nothing)
-                  plots:bool=False,                      # also save PNG plots in `out`
-                  options:BuildOptions|None=None         # models, cache, progress, offline
+                  plots:bool=False,        # also save PNG plots in `out`
+                  options:BuildOptions|None=None # models, cache, progress, offline
                  ) -> tuple[list[dict], list[dict]]:
     "Run `methods` on fastbook-benchmark; returns (summary rows, per-question rows) and writes them to `out`."
     o, ms, sizes = options or BuildOptions(), parse_methods(methods), chunk_sizes(chunk_size)
     if not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive integer, got {k!r}")
     questions = load_benchmark(data)
-    alt = {'keywords': keyword_queries(questions, load_keywords(data))} if any('keywords' in m.fields for m in ms) else {}
-    summary, per_q = [], []
+    alt, summary, per_q = _alt_queries(ms, questions, data), [], []
     for cs in sizes:
-        corpus = build_corpus(data, chunk_size=cs, cache=o.cache)
-        normalize_all(corpus.passages, cache=o.cache)  # ftfy once per corpus, not once per method
-        for m in ms:
-            r = get_retriever(m.name, corpus.passages, o, labels=corpus.chapters, alt_queries=alt)
-            rows = score_retriever(r, corpus, questions, name=m.name, k=k, progress=o.progress)
-            summary += _summary_row(rows, r.model, cs, k)
-            per_q += [_question_row(row, r.model, cs, corpus) for row in rows]
+        s, p = _run_chunk_size(ms, cs, questions, alt, k, data, o)
+        summary, per_q = summary + s, per_q + p
     if out is not None:
         write_results(out, summary, per_q)
         if plots: save_plots(out, summary, per_q, k)
     return summary, per_q
-
-# %% ../nbs/24_bench.ipynb #0ce464c5
-def _summary_row(rows:list[dict], model:str, cs:int, k:int) -> list[dict]:
-    "The summary row of one method at one chunk size: means, then 95 % intervals."
-    s = summary_table([dict(r, chunk_size=cs) for r in rows])[0]
-    ms = (f'mrr_at_{k}', f'recall_at_{k}')
-    return [{'method': s['method'], 'model': model, 'chunk_size': cs, 'n_questions': s['n_questions'],
-             **{m: s[m] for m in ms}, **{f'{m}_{e}': s[f'{m}_{e}'] for m in ms for e in ('lo', 'hi')}}]
-
-def _question_row(row:dict, model:str, cs:int, corpus) -> dict:
-    "A per-question row for the CSV: what was retrieved, as JSON."
-    ids, scores = row['passage_ids'], row['scores']
-    return dict(row, model=model, chunk_size=cs, passage_ids=json.dumps(ids), scores=json.dumps([round(x, 6) for x in scores]),
-                passages=json.dumps([corpus.passages[i] for i in ids]))
 
 # %% ../nbs/24_bench.ipynb #e65ee668
 def _csv(rows:list[dict]) -> str:
@@ -81,7 +95,11 @@ def _csv(rows:list[dict]) -> str:
     w.writeheader(); w.writerows(rows)
     return f.getvalue()
 
-def write_results(out:str|Path, summary:list[dict], per_question:list[dict]) -> Path:
+# %% ../nbs/24_bench.ipynb #cd11de50
+def write_results(out:str|Path,           # folder to write into (created if needed)
+                  summary:list[dict],     # rows for summary.csv
+                  per_question:list[dict] # rows for per_question.csv
+                 ) -> Path:
     "Write `summary.csv` and `per_question.csv` into `out`."
     out = Path(out)
     atomic_write(out/'summary.csv', _csv(summary))
@@ -107,31 +125,43 @@ def _metric_names(metrics:str|Sequence[str]) -> list[str]:
     return names
 
 # %% ../nbs/24_bench.ipynb #3a72eed0
-def score_run(qrels:dict, run:dict, metrics:Sequence[str], *, complete:bool=False, ignore_identical_ids:bool=False) -> dict:
+def score_run(qrels:dict,               # {query id: {doc id: grade}}
+              run:dict,                 # {query id: {doc id: score}}
+              metrics:Sequence[str],    # NAME@K names
+              *,
+              complete:bool=False,      # average over all judged queries, absent ones counting 0
+              ignore_identical_ids:bool=False # drop a retrieved document whose id is the query id
+             ) -> dict:
     "The means and per-query values of `metrics`, and the judged queries the run lacks."
     judged = [q for q, rels in qrels.items() if rels]
     opts = dict(complete=complete, ignore_identical_ids=ignore_identical_ids)
-    return {'per_query': evaluate(qrels, run, metrics, per_query=True, **opts), 'means': evaluate(qrels, run, metrics, **opts),
+    return {'per_query': evaluate(qrels, run, metrics, per_query=True, **opts),
+            'means': evaluate(qrels, run, metrics, **opts),
             'judged': len(judged), 'missing': [q for q in judged if q not in run], 'complete': complete}
 
-def metrics_report(scored:dict, per_query:bool=False) -> str:
+# %% ../nbs/24_bench.ipynb #80463b96
+def metrics_report(scored:dict,         # as returned by `score_run`
+                   per_query:bool=False # also the table of each query's values
+                  ) -> str:
     "The tables of `score_run`'s result: per query (if asked) and the means."
     t = format_table([{'n_queries': len(scored['per_query']), **scored['means']}])
     return (format_table([{'query': q, **v} for q, v in scored['per_query'].items()]) + '\n\n' + t) if per_query else t
 
-def missing_note(scored:dict) -> str|None:
+# %% ../nbs/24_bench.ipynb #edd5e4a5
+def missing_note(scored:dict # as returned by `score_run`
+                ) -> str|None:
     "A one-line note on judged queries that the run lacks, if any."
     if not (m := scored['missing']): return None
-    return (f"{len(m)} of {scored['judged']} judged queries are not in the run (first: {m[0]!r}); "
-            + ("they count as 0" if scored['complete'] else "they are left out of the means (--complete counts them as 0)"))
+    fate = "they count as 0" if scored['complete'] else "they are left out of the means (--complete counts them as 0)"
+    return f"{len(m)} of {scored['judged']} judged queries are not in the run (first: {m[0]!r}); {fate}"
 
 # %% ../nbs/24_bench.ipynb #e9bd0c2c
-def evaluate_files(qrels:str|Path,            # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
-                   run:str|Path,              # a TREC run file, or a PolEval submission (then give `queries`)
+def evaluate_files(qrels:str|Path,        # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
+                   run:str|Path,          # a TREC run file, or a PolEval submission (then give `queries`)
                    *,
                    metrics:str|Sequence[str]=DEFAULT_METRICS, # NAME@K names, NAME in ndcg, mrr, recall, map, p, hit
                    queries:str|Path|None=None, # the questions file a PolEval submission answers, line by line
-                   complete:bool=False,       # average over all judged queries, absent ones counting 0 (trec_eval -c)
+                   complete:bool=False,   # average over all judged queries, absent ones counting 0 (trec_eval -c)
                    ignore_identical_ids:bool=False # drop a retrieved document whose id is the query id
                   ) -> dict:
     "The standard metrics of a run file, as trec_eval computes them (see `score_run`)."
@@ -139,37 +169,61 @@ def evaluate_files(qrels:str|Path,            # judgements: BEIR qrels/<split>.t
     r = read_poleval(run, list(read_queries(queries))) if queries else read_run(run)
     return score_run(judged, r, names, complete=complete, ignore_identical_ids=ignore_identical_ids)
 
-# %% ../nbs/24_bench.ipynb #706f2fd5
-def search_dataset(corpus:str|Path,         # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
-                   *,
-                   queries:str|Path|None=None, # queries file (default: the folder's)
-                   method:str='bm25',       # a method name or a fusion (see `fastbook_bench.methods`)
-                   k:int=10,                # passages per query
-                   out:str|Path='run.trec', # file to write
-                   format:str='trec',       # 'trec' (a run file) or 'poleval' (a submission: k ids per question, topped up)
-                   qrels:str|Path|None=None, # judgements to score the run with (default: a dataset folder's, if any)
-                   split:str='test',        # which judgements of a BEIR folder
-                   options:BuildOptions|None=None # models, cache, progress (default: the bm25s engine)
-                  ) -> dict:
-    "Search a collection with one method and write a TREC run or a PolEval submission; score it when judged."
-    o = options or BuildOptions(bm25_backend='bm25s')  # the same scores as rank-bm25, faster on large corpora
+# %% ../nbs/24_bench.ipynb #c439de3e
+def _search_files(corpus, queries, qrels, split:str):
+    "The corpus, queries and judgements files to search with (a dataset folder's, unless named)."
+    if Path(corpus).is_dir():
+        _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False)
+        queries, qrels = queries or q_file, qrels or j_file
+    if queries is None: raise ValueError("--queries is needed when --corpus is a file")
+    return corpus, queries, qrels
+
+# %% ../nbs/24_bench.ipynb #4677ee97
+def _read_collection(corpus, queries, qrels) -> tuple[dict, dict, dict|None]:
+    "Documents, queries and judgements (None without a file), each checked."
+    docs, qs = read_corpus(corpus), read_queries(queries)
+    for f, d in ((corpus, docs), (queries, qs)):
+        if not d: raise ValueError(f"{f}: no records")
+    return docs, qs, read_qrels(qrels, docs) if qrels else None
+
+# %% ../nbs/24_bench.ipynb #6a4eda52
+def _check_search(method:str, k, out, format:str):
+    "Fail early on a bad method, cutoff, output file or format."
     if format not in ('trec', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from trec, poleval")
     if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
     if Path(out).is_dir(): raise ValueError(f"--out {out} is a folder; give a file name")
     parse_methods([method])
-    if Path(corpus).is_dir():
-        _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False); queries, qrels = queries or q_file, qrels or j_file
-    if queries is None: raise ValueError("--queries is needed when --corpus is a file")
-    t0, docs, qs = time.perf_counter(), read_corpus(corpus), read_queries(queries)
-    for f, d in ((corpus, docs), (queries, qs)):
-        if not d: raise ValueError(f"{f}: no records")
-    judged = read_qrels(qrels, docs) if qrels else None  # read before searching: a bad file fails at once
-    retriever, qids = get_retriever(method, list(docs.values()), o), list(qs)
-    run = to_run(qids, list(docs), search_batched(retriever, [qs[q] for q in qids], k, progress=o.progress, desc=method))
-    if format == 'trec': write_run(run, out, tag=method)
-    else: write_poleval(run, qids, out, k, fill=list(docs))
-    scored = None
-    if judged is not None:  # score what was written: a submission's short lines are topped up
-        scored = score_run(judged, run if format == 'trec' else read_poleval(out, qids), [f'{m}@{k}' for m in STANDARD_METRICS])
-    return {'method': method, 'model': retriever.model, 'n_queries': len(qids), 'n_documents': len(docs), 'out': Path(out),
-            'run': run, 'scored': scored, 'seconds': time.perf_counter() - t0}
+
+# %% ../nbs/24_bench.ipynb #8d78470b
+def _write(run:dict, qids:list, doc_ids:list, out, k:int, format:str, tag:str) -> dict:
+    "Write `run` as a TREC run or a PolEval submission; returns the run as written."
+    if format == 'trec': write_run(run, out, tag=tag); return run
+    write_poleval(run, qids, out, k, fill=doc_ids)
+    return read_poleval(out, qids)
+
+# %% ../nbs/24_bench.ipynb #a52ae514
+def _search(method:str, docs:dict, qs:dict, k:int, o:BuildOptions):
+    "The retriever of `method` over `docs`, and its run for the queries `qs`."
+    retriever = get_retriever(method, list(docs.values()), o)
+    ranked = search_batched(retriever, list(qs.values()), k, progress=o.progress, desc=method)
+    return retriever, to_run(list(qs), list(docs), ranked)
+
+# %% ../nbs/24_bench.ipynb #706f2fd5
+def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
+                   *,
+                   queries:str|Path|None=None, # queries file (default: the folder's)
+                   method:str='bm25',    # a method or a fusion (`fastbook_bench.methods`)
+                   k:int=10,             # passages per query
+                   out:str|Path='run.trec', # file to write
+                   format:str='trec',    # 'trec' (a run file) or 'poleval' (a submission)
+                   qrels:str|Path|None=None, # judgements to score with (default: the folder's, if any)
+                   split:str='test',     # which judgements of a BEIR folder
+                   options:BuildOptions|None=None # models, cache, progress (default: bm25s)
+                  ) -> dict:
+    "Search a collection with one method and write a TREC run or a PolEval submission; score it when judged."
+    _check_search(method, k, out, format)
+    docs, qs, judged = _read_collection(*_search_files(corpus, queries, qrels, split))
+    retriever, run = _search(method, docs, qs, k, options or BuildOptions(bm25_backend='bm25s'))
+    written = _write(run, list(qs), list(docs), out, k, format, method)
+    scored = None if judged is None else score_run(judged, written, [f'{m}@{k}' for m in STANDARD_METRICS])
+    return dict(model=retriever.model, n_queries=len(qs), n_documents=len(docs), run=run, scored=scored)

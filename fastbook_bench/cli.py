@@ -5,119 +5,149 @@
 # %% ../nbs/25_cli.ipynb #b96b1a44
 from __future__ import annotations
 import sys, time, warnings
+from contextlib import contextmanager
 from pathlib import Path
+from fastcore.meta import delegates
 from fastcore.script import anno_parser
-from .bench import format_table, evaluate_files, metrics_report, missing_note, run_benchmark, search_dataset
+from .bench import evaluate_files, format_table, metrics_report, missing_note, run_benchmark, search_dataset
 from .ceiling import ceiling_summary
 from .eval_set import build_eval_set, eval_set_report
 from .judge import LLMError, make_judge
 from .methods import BuildOptions
 
 # %% auto #0
-__all__ = ['COMMANDS', 'run', 'ceiling', 'eval_cmd', 'search', 'build_eval_set_cmd', 'main']
+__all__ = ['COMMANDS', 'run', 'ceiling', 'search', 'eval_cmd', 'build_eval_set_cmd', 'main']
+
+# %% ../nbs/25_cli.ipynb #a42b0b17
+def _options(model:str=None,         # single_vector and maxsim model: hub id, folder or 'bundled' (default: bge-small)
+             colbert_model:str=None, # colbert model: hub id, folder or 'bundled' (default: answerai-colbert-small-v1)
+             offline:bool=False,     # use the bundled models for the defaults, without trying the model hub
+             cache:bool=True,        # use the user cache (chunks, encodings)
+             progress:bool=True,     # show progress bars
+             **kw) -> BuildOptions:
+    "The `BuildOptions` that a command's model, cache and progress options describe."
+    return BuildOptions(model=model, colbert_model=colbert_model, offline=offline, cache=cache, progress=progress, **kw)
 
 # %% ../nbs/25_cli.ipynb #9f914271
-def run(methods:str=None,         # comma-separated: fts5, bm25, single_vector, colbert, maxsim, hybrid, rrf:A+B, fuse:A+B
-        chunk_size:str='500',     # chunk size(s) in tokens, comma-separated (>= 32; below 256 a multiple of 4)
-        k:int=10,                 # cutoff: passages retrieved and scored per question
-        data:str=None,            # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)
+@delegates(_options)
+def run(*,
+        methods:str=None,     # comma-separated: fts5, bm25, single_vector, colbert, maxsim, hybrid, rrf:A+B, fuse:A+B
+        chunk_size:str='500', # chunk size(s) in tokens, comma-separated
+        k:int=10,             # passages retrieved and scored per question
+        data:str=None,        # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)
         out:str='fastbook-bench-results', # folder for summary.csv and per_question.csv
-        model:str=None,           # single_vector and maxsim model: hub id, folder or 'bundled' (default: BAAI/bge-small-en-v1.5)
-        colbert_model:str=None,   # colbert model: hub id, folder or 'bundled' (default: answerdotai/answerai-colbert-small-v1)
-        plots:bool=False,         # also save PNG plots (metric per method, by chunk size, per chapter) in --out
-        offline:bool=False,       # use the bundled models for the defaults, without trying the model hub
-        cache:bool=True,          # read and write the user cache (chunks, encodings)
-        progress:bool=True):      # show progress bars
+        plots:bool=False,     # also save PNG plots in --out
+        **kwargs):
     "Run fastbook-benchmark: chunk the chapters, search each question in its chapter, score, print and save."
-    t0, o = time.perf_counter(), BuildOptions(model=model, colbert_model=colbert_model, offline=offline, cache=cache, progress=progress)
+    t0, o = time.perf_counter(), _options(**kwargs)
     summary, _ = run_benchmark(methods, chunk_size=chunk_size, k=k, data=data, out=out, plots=plots, options=o)
     print(format_table([{c: v for c, v in r.items() if not c.endswith(('_lo', '_hi'))} for r in summary]))
     print(f"\nWrote {Path(out)/'summary.csv'} and {Path(out)/'per_question.csv'} in {time.perf_counter() - t0:.2f} s")
 
 # %% ../nbs/25_cli.ipynb #4aff9478
-def ceiling(chunk_size:str='500', # chunk size(s) in tokens, comma-separated
+def ceiling(*,
+            chunk_size:str='500', # chunk size(s) in tokens, comma-separated
             k:int=10,             # cutoff
             data:str=None):       # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)
     "Print the best MRR@k and Recall@k any retriever could reach on the chunks of each size."
     print(format_table(ceiling_summary(chunk_size, k=k, data=data)))
 
+# %% ../nbs/25_cli.ipynb #fa64547a
+@delegates(_options)
+def search(*,
+           corpus:str=None,    # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
+           queries:str=None,   # queries file (default: the folder's)
+           method:str='bm25',  # a method, as in `run`, or a fusion such as rrf:bm25+maxsim
+           k:int=10,           # passages per query
+           out:str='run.trec', # file to write
+           format:str='trec',  # 'trec' (a run file) or 'poleval' (a submission: k ids per question)
+           qrels:str=None,     # judgements to score the run with (default: the folder's, if any)
+           split:str='test',   # which judgements of a BEIR folder
+           **kwargs):
+    "Search a corpus with one of the package's methods; write a TREC run or a PolEval submission."
+    if corpus is None: raise ValueError("--corpus is required")
+    t0, o = time.perf_counter(), _options(bm25_backend='bm25s', **kwargs)
+    r = search_dataset(corpus, queries=queries, method=method, k=k, out=out, format=format, qrels=qrels,
+                       split=split, options=o)
+    print(f"Searched {r['n_queries']} queries over {r['n_documents']} documents with {method} "
+          f"in {time.perf_counter() - t0:.2f} s; wrote {out}")
+    if r['scored'] is not None: print(metrics_report(r['scored']))
+
 # %% ../nbs/25_cli.ipynb #965c0766
-def eval_cmd(qrels:str=None,            # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
-             run:str=None,              # a TREC run file, or a PolEval submission (then give --queries)
-             metrics:str='ndcg@10,mrr@10,recall@10,map@10,p@10,hit@10', # comma-separated NAME@K, NAME in ndcg, mrr, recall, map, p, hit
-             queries:str=None,          # the questions file a PolEval submission answers, line by line
-             complete:bool=False,       # average over all judged queries, those absent from the run counting 0 (trec_eval -c)
+def eval_cmd(*,
+             qrels:str=None,   # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
+             run:str=None,     # a TREC run file, or a PolEval submission (then give --queries)
+             metrics:str='ndcg@10,mrr@10,recall@10,map@10,p@10,hit@10', # NAME@K: ndcg, mrr, recall, map, p, hit
+             queries:str=None, # the questions file a PolEval submission answers, line by line
+             complete:bool=False, # average over all judged queries, absent ones counting 0 (trec_eval -c)
              ignore_identical_ids:bool=False, # drop a retrieved document whose id is the query id
-             per_query:bool=False):     # also print the metrics of each query
+             per_query:bool=False): # also print each query's metrics
     "Print the standard metrics of a run, as trec_eval computes them."
     if not (qrels and run): raise ValueError("--qrels and --run are required")
-    s = evaluate_files(qrels, run, metrics=metrics, queries=queries, complete=complete, ignore_identical_ids=ignore_identical_ids)
+    s = evaluate_files(qrels, run, metrics=metrics, queries=queries, complete=complete,
+                       ignore_identical_ids=ignore_identical_ids)
     if note := missing_note(s): print(f"note: {note}", file=sys.stderr)
     print(metrics_report(s, per_query))
 
-# %% ../nbs/25_cli.ipynb #fa64547a
-def search(corpus:str=None,        # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
-           queries:str=None,       # queries file (BEIR queries.jsonl, PolEval questions.jl); default: the folder's
-           method:str='bm25',      # fts5, bm25, single_vector, colbert, maxsim, hybrid, or a fusion such as rrf:bm25+maxsim
-           k:int=10,               # passages per query
-           out:str='run.trec',     # file to write
-           format:str='trec',      # 'trec' (a run file) or 'poleval' (a submission: k ids per question, topped up)
-           qrels:str=None,         # judgements to score the run with (default: a dataset folder's, if any)
-           split:str='test',       # which judgements of a BEIR folder
-           model:str=None,         # single_vector and maxsim model: hub id, folder or 'bundled'
-           colbert_model:str=None, # colbert model: hub id, folder or 'bundled'
-           offline:bool=False,     # use the bundled models for the defaults, without trying the model hub
-           cache:bool=True,        # read and write the user cache (encodings)
-           progress:bool=True):    # show progress bars
-    "Search a corpus with one of the package's methods; write a TREC run or a PolEval submission."
-    if corpus is None: raise ValueError("--corpus is required")
-    o = BuildOptions(model=model, colbert_model=colbert_model, offline=offline, cache=cache, progress=progress, bm25_backend='bm25s')
-    r = search_dataset(corpus, queries=queries, method=method, k=k, out=out, format=format, qrels=qrels, split=split, options=o)
-    print(f"Searched {r['n_queries']} queries over {r['n_documents']} documents with {method} in {r['seconds']:.2f} s; wrote {out}")
-    if r['scored'] is not None: print(metrics_report(r['scored']))
+# %% ../nbs/25_cli.ipynb #751b86ef
+def _judge(judge:str='llm',       # llm, or overlap (word overlap, no LLM) to try the pipeline out
+           llm_base_url:str=None, # OpenAI-compatible endpoint, e.g. https://api.openai.com/v1
+           llm_model:str=None,    # model name at that endpoint
+           api_key_env:str='OPENAI_API_KEY', # environment variable holding the API key
+           prompt:str=None,       # file holding a judge prompt template with {query} and {document}
+           timeout:float=60,      # seconds to wait for one answer
+           max_retries:int=6,     # retries of a request failing with 429, 5xx or a timeout
+           dry_run:bool=False):   # no judge needed: only count the calls
+    "The judge that `build-eval-set`'s options name (`make_judge`; None for a dry run without an LLM)."
+    return make_judge(judge, base_url=llm_base_url, model=llm_model, api_key_env=api_key_env, prompt_file=prompt,
+                      timeout=timeout, max_retries=max_retries, dry_run=dry_run)
+
+# %% ../nbs/25_cli.ipynb #d4e9bfe9
+@contextmanager
+def _resumable(out:str):
+    "Inside, Ctrl-C says how to resume and exits with status 130."
+    try: yield
+    except KeyboardInterrupt:
+        print(f"\nInterrupted. The judgments made so far are in {Path(out)/'judgments.jsonl'}: "
+              "run the same command again to resume", file=sys.stderr)
+        raise SystemExit(130) from None
 
 # %% ../nbs/25_cli.ipynb #3a2fa6c5
-def build_eval_set_cmd(queries:str=None,      # queries file: {"id","text"} JSON lines, BEIR queries.jsonl or PolEval questions.jl
-                       corpus:str=None,       # documents file: {"id","text"} JSON lines, BEIR corpus.jsonl or PolEval passages.jl
-                       models:str='bm25,bundled', # proposers, comma-separated: method names, 'bundled', sentence-transformers ids or folders
-                       topk:int=20,           # documents each proposer proposes per query
-                       llm_base_url:str=None, # OpenAI-compatible endpoint, e.g. https://api.openai.com/v1
-                       llm_model:str=None,    # model name at that endpoint
-                       out:str='eval-set',    # folder for candidates.jsonl, judgments.jsonl, relevance.json (and .tsv)
-                       price_per_call:float=None, # price of one LLM call: the total is printed before any call
-                       dry_run:bool=False,    # print the number of calls (and their cost) and stop
-                       api_key_env:str='OPENAI_API_KEY', # environment variable holding the API key
-                       prompt:str=None,       # file holding a judge prompt template with {query} and {document}
-                       judge:str='llm',       # llm, or overlap (word overlap, no LLM) to try the pipeline out
-                       threshold:int=3,       # lowest grade kept in relevance.json
-                       concurrency:int=8,     # LLM requests in flight at once
-                       timeout:float=60,      # seconds to wait for one answer
-                       max_retries:int=6,     # retries of a request failing with 429, 5xx or a timeout
-                       offline:bool=False,    # use the bundled models for the defaults, without trying the model hub
-                       cache:bool=True,       # read and write the user cache (passage embeddings)
-                       progress:bool=True):   # show progress bars
+@delegates(_judge)
+def build_eval_set_cmd(*,
+    queries:str=None,   # queries file: {"id","text"} JSON lines, BEIR or PolEval
+    corpus:str=None,    # documents file, in the same forms
+    models:str='bm25,bundled', # proposers: method names, 'bundled', sentence-transformers models
+    topk:int=20,        # documents each proposer proposes per query
+    out:str='eval-set', # output folder
+    price_per_call:float=None, # price of one LLM call, to print the total first
+    dry_run:bool=False, # count the calls (and their cost), then stop
+    threshold:int=3,    # lowest grade kept
+    concurrency:int=8,  # LLM requests in flight
+    offline:bool=False, # use the bundled models for the defaults, without trying the model hub
+    cache:bool=True,    # use the user cache (passage embeddings)
+    progress:bool=True, # show progress bars
+    **kwargs):
     "Label an evaluation set: retrievers propose (query, document) pairs, an LLM grades them, grades 3-4 are kept."
     if not queries or not corpus: raise ValueError("--queries and --corpus are required")
-    if not (specs := [m.strip() for m in models.split(',') if m.strip()]): raise ValueError("--models names no proposer")
-    j = make_judge(judge, base_url=llm_base_url, model=llm_model, api_key_env=api_key_env, prompt_file=prompt,
-                   timeout=timeout, max_retries=max_retries, dry_run=dry_run)
-    o = BuildOptions(offline=offline, cache=cache, progress=progress)
-    try: s = build_eval_set(queries, corpus, specs, j, out, k=topk, threshold=threshold, concurrency=concurrency,
-                            price_per_call=price_per_call, dry_run=dry_run, options=o)
-    except KeyboardInterrupt:
-        print(f"\nInterrupted. The judgments made so far are in {Path(out)/'judgments.jsonl'}: run the same command again to resume",
-              file=sys.stderr)
-        raise SystemExit(130) from None
+    specs = [m.strip() for m in models.split(',') if m.strip()]
+    if not specs: raise ValueError("--models names no proposer")
+    j, o = _judge(dry_run=dry_run, **kwargs), BuildOptions(offline=offline, cache=cache, progress=progress)
+    with _resumable(out):
+        s = build_eval_set(queries, corpus, specs, j, out, k=topk, threshold=threshold, concurrency=concurrency,
+                           price_per_call=price_per_call, dry_run=dry_run, options=o)
     if not dry_run: print(eval_set_report(s, j, out, threshold))
 
 # %% ../nbs/25_cli.ipynb #b2de5b8e
 COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'build-eval-set': build_eval_set_cmd}
 
+# %% ../nbs/25_cli.ipynb #6d1e937e
 def _parser(cmd:str):
     "`fastcore.script`'s parser for `cmd`, with `--chunk-size` spellings and `--no-*` flags described as such."
     p = anno_parser(COMMANDS[cmd], prog=f'fastbook-bench {cmd}')
     for a in p._actions:
-        if a.option_strings and a.option_strings[0].startswith('--no-'): a.help = "don't " + a.help.replace(' (default: True)', '')
+        if a.option_strings and a.option_strings[0].startswith('--no-'):
+            a.help = "don't " + a.help.replace(' (default: True)', '')
         for o in list(a.option_strings):
             alt = '--' + o[2:].replace('_', '-')
             if o.startswith('--') and alt not in p._option_string_actions:
@@ -141,7 +171,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
             try: COMMANDS[argv[0]](**args)
             finally:
                 for w in ws: print(f"note: {w.message}", file=sys.stderr)
-    except (ValueError, TypeError, OSError, LLMError) as e:  # OSError: missing files, folders given for files, no permission
+    except (ValueError, TypeError, OSError, LLMError) as e:  # OSError: missing or unreadable files, folders for files
         print(f"fastbook-bench {argv[0]}: error: {e}", file=sys.stderr)
         return 2
     return 0
