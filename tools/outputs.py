@@ -166,7 +166,8 @@ def main():
     fns = notebooks([ROOT/x if not Path(x).is_absolute() else x for x in a.paths])
     flags, problems = a.flags.split(), []
     jobs = [(fn, flags) for fn in fns]
-    with ProcessPoolExecutor(a.workers) as pool:
+    # one fresh process per notebook: IPython's shell replaces a worker's __main__, and a notebook's state stays its own
+    with ProcessPoolExecutor(a.workers, max_tasks_per_child=1) as pool:
         for fn, ran, volatile, err, secs in pool.map(_job, jobs):
             print(f"{fn.relative_to(ROOT)}: {len(ran)} cells run in {secs:.0f} s" + (' (FAILED)' if err else ''), flush=True)
             if err: problems.append(err); continue
