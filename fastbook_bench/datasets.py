@@ -100,12 +100,42 @@ def _judgement(path, n:int, line:str) -> tuple[str, str, int]:
     except ValueError: raise FormatError(f"{path}, line {n}: relevance {r.strip()!r} is not an integer") from None
 
 # %% ../nbs/19_datasets.ipynb #ca0a63db
+_RELEVANCE_NAMES = {'score', 'relevance', 'rel', 'label', 'grade', 'judgment', 'judgement'}
+
 def _is_header(line:str) -> bool:
-    "Whether the first line of a qrels file is a header: 3 or 4 columns, the relevance column not a number."
+    "Whether the first line of a qrels file is a header: 3 or 4 columns, the last one a relevance column's name."
     f = _columns(line)
-    if len(f) not in (3, 4): return False  # not a header: `_judgement` says what is wrong with it
-    try: float(f[-1]); return False
-    except ValueError: return True
+    return len(f) in (3, 4) and f[-1].strip().lower() in _RELEVANCE_NAMES
+
+# %% ../nbs/19_datasets.ipynb #b9c5ea22
+def _json_qrels(path) -> tuple[dict[str, dict[str, int]], dict]:
+    "The judgements of a JSON file `{query id: {doc id: relevance}}`, and where each is (for warnings)."
+    try: data = json.loads('\n'.join(line for _, line in iter_lines(path)))
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{path}, line {e.lineno}: not valid JSON ({e.msg}, column {e.colno})") from None
+    if not isinstance(data, dict): raise FormatError(f"{path}: expected a JSON object {{query id: {{doc id: "
+                                                     f"relevance}}}}, got {type(data).__name__}")
+    qrels = {}
+    for q, docs in data.items():
+        if not isinstance(docs, dict): raise FormatError(f"{path}: query {q!r}: expected an object "
+                                                         f"{{doc id: relevance}}, got {type(docs).__name__}")
+        for d, r in docs.items():
+            if isinstance(r, bool) or not isinstance(r, (int, float)) or not float(r).is_integer():
+                raise FormatError(f"{path}: query {q!r}, document {d!r}: relevance {r!r} is not an integer")
+            qrels.setdefault(q, {})[d] = int(r)
+    return qrels, {(q, d): f'of query {q!r}' for q, ds in qrels.items() for d in ds}
+
+# %% ../nbs/19_datasets.ipynb #89acf4d3
+def _tsv_qrels(path) -> tuple[dict[str, dict[str, int]], dict]:
+    "The judgements of a tab- or whitespace-separated file, and the line of each (for warnings)."
+    qrels, first = {}, {}
+    for n, line in iter_lines(path):
+        if not line.strip() or (n == 1 and _is_header(line)): continue
+        q, d, r = _judgement(path, n, line)
+        if (q, d) in first and qrels[q][d] != r:
+            raise FormatError(f"{path}, line {n}: {q!r}/{d!r} judged {r}, but {qrels[q][d]} on line {first[q, d]}")
+        first.setdefault((q, d), n); qrels.setdefault(q, {})[d] = r
+    return qrels, {p: f'on line {n}' for p, n in first.items()}
 
 # %% ../nbs/19_datasets.ipynb #6382c7bb
 def _warn_unknown(path, unknown:list, what:str, consequence:str):
@@ -113,18 +143,15 @@ def _warn_unknown(path, unknown:list, what:str, consequence:str):
     if unknown: warnings.warn(f"{path}: {len(unknown)} {what} (first: {unknown[0]}); {consequence}", stacklevel=3)
 
 # %% ../nbs/19_datasets.ipynb #29eac4fd
-def read_qrels(path:str|Path,                  # BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
+def read_qrels(path:str|Path,                  # BEIR qrels/<split>.tsv, PolEval pairs.tsv, TREC qrels or .json
                corpus:dict|None=None           # the corpus, to warn about judged documents it lacks
               ) -> dict[str, dict[str, int]]:
     "`{query id: {doc id: relevance}}` from a judgements file."
-    qrels, first, unknown = {}, {}, []
-    for n, line in iter_lines(path):
-        if not line.strip() or (n == 1 and _is_header(line)): continue
-        q, d, r = _judgement(path, n, line)
-        if (q, d) in first and qrels[q][d] != r:
-            raise FormatError(f"{path}, line {n}: {q!r}/{d!r} judged {r}, but {qrels[q][d]} on line {first[q, d]}")
-        first.setdefault((q, d), n); qrels.setdefault(q, {})[d] = r
-        if corpus is not None and d not in corpus: unknown.append(f'{d!r} on line {n}')
+    is_json = str(path).lower().endswith(('.json', '.json.gz'))
+    qrels, where = (_json_qrels if is_json else _tsv_qrels)(path)
+    if not qrels:
+        raise FormatError(f"{path}: no judgements (the file is empty{'' if is_json else ' or a header only'})")
+    unknown = [f'{d!r} {where[q, d]}' for q, ds in qrels.items() for d in ds if corpus is not None and d not in corpus]
     _warn_unknown(path, unknown, "judgements name a document not in the corpus",
                   "they are kept and count as relevant documents no retriever can return")
     return qrels
