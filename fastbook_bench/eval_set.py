@@ -5,6 +5,7 @@
 # %% ../nbs/23_eval_set.ipynb #c4ea05ec
 from __future__ import annotations
 import json, sys, time
+from math import inf
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -55,6 +56,8 @@ def plan_calls(candidates:list[dict],               # rows of `propose_candidate
                price_per_call:float|None=None       # cost of one call, in any currency
               ) -> dict:
     "How many candidates, how many already judged, how many calls remain, and what they cost."
+    if price_per_call is not None and not (isinstance(price_per_call, (int, float)) and 0 <= price_per_call < inf):
+        raise ValueError(f"price_per_call (--price-per-call) must be a number >= 0, got {price_per_call!r}")
     done = set(judged)
     calls = sum((c['query_id'], c['doc_id']) not in done for c in candidates)
     return {'candidates': len(candidates), 'already_judged': len(candidates) - calls, 'calls': calls,
@@ -72,9 +75,9 @@ def _inputs(queries:Mapping[str, str]|str|Path, # query id -> text, or a queries
     return queries, corpus
 
 # %% ../nbs/23_eval_set.ipynb #88a1cdab
-def _check_args(judge:Judge|None, out:Path, k:int, threshold:int, concurrency:int, dry_run:bool):
+def _check_args(judge:Judge|None, out:Path, k:int, threshold:int, concurrency:int, dry_run:bool, price:float|None):
     "A ValueError naming the first bad argument, if any."
-    relevance([], threshold)
+    relevance([], threshold); plan_calls([], price_per_call=price)
     if not isinstance(k, int) or k < 1: raise ValueError(f"k (--topk) must be a positive integer, got {k!r}")
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -108,11 +111,12 @@ def _candidates(out:Path, queries:Mapping, corpus:Mapping, proposers, k:int, opt
     return cands, list(proposers)
 
 # %% ../nbs/23_eval_set.ipynb #381b52c3
-def _say_plan(plan:dict, proposers:Sequence[str], k:int, n_queries:int, price:float|None):
-    "Print the plan of a run: candidates, calls and cost."
+def _say_plan(plan:dict, proposers:Sequence[str], k:int, n_queries:int, price:float|None, llm:bool=True):
+    "Print the plan of a run: candidates, calls (`llm`) or judgments to make, and cost."
     cost = '' if price is None else f", cost {plan['cost']:g} at {price:g} per call"
+    calls = 'LLM calls' if llm else 'judgments'
     print(f"{plan['candidates']} candidate pairs for {n_queries} queries (top {k} of {', '.join(proposers)}); "
-          f"{plan['already_judged']} already judged; {plan['calls']} LLM calls to make{cost}")
+          f"{plan['already_judged']} already judged; {plan['calls']} {calls} to make{cost}")
 
 # %% ../nbs/23_eval_set.ipynb #b542e804
 def _judge_rest(cands:list[dict], done:dict, queries:Mapping, corpus:Mapping, judge:Judge, log:JudgmentLog,
@@ -121,8 +125,9 @@ def _judge_rest(cands:list[dict], done:dict, queries:Mapping, corpus:Mapping, ju
     todo = [p for c in cands if (p := (c['query_id'], c['doc_id'])) not in done]
     try: judged = judge_pairs(todo, queries, corpus, judge, log, concurrency=concurrency, progress=progress)
     except LLMError as e:
-        raise LLMError(f"{e}. The judgments made so far are in {log.path}: "
-                       "run the same command again to resume") from None
+        n = len(log.read())
+        kept = f"The {n} judgments made so far are in {log.path}: " if n else "No judgment was made: once it answers, "
+        raise LLMError(f"{e}. {kept}run the same command again to resume") from None
     done = {**done, **{(r['query_id'], r['doc_id']): r for r in judged}}
     return [done[c['query_id'], c['doc_id']] for c in cands]
 
@@ -162,11 +167,11 @@ def build_eval_set(queries:Mapping[str, str]|str|Path, # id -> text, or a querie
     "Propose candidates, judge those not yet in the log, write the relevance judgments; returns a summary."
     t0, o, out = time.perf_counter(), options or BuildOptions(progress=True), Path(out)
     queries, corpus = _inputs(queries, corpus)
-    _check_args(judge, out, k, threshold, concurrency, dry_run)
+    _check_args(judge, out, k, threshold, concurrency, dry_run, price_per_call)
     log = JudgmentLog(out/'judgments.jsonl'); done = _judged(log, judge, queries, corpus)
     cands, names = _candidates(out, queries, corpus, proposers, k, o)
     plan = plan_calls(cands, done, price_per_call)
-    _say_plan(plan, names, k, len(queries), price_per_call)
+    _say_plan(plan, names, k, len(queries), price_per_call, llm=judge is None or isinstance(judge, LLMJudge))
     if dry_run: return plan
     final = _judge_rest(cands, done, queries, corpus, judge, log, concurrency, o.progress)
     return {**_finish(out, final, plan, threshold, len(queries)), 'seconds': round(time.perf_counter() - t0, 2)}
