@@ -4,13 +4,13 @@
 
 # %% ../nbs/24_bench.ipynb #aac94a10
 from __future__ import annotations
-import csv, io, json
+import csv, io, json, tempfile, warnings
 from pathlib import Path
 from typing import Sequence
 from .core import atomic_write
-from .chunking import build_corpus, chunk_sizes
-from .data import load_benchmark, load_keywords
-from .datasets import dataset_files, read_corpus, read_qrels, read_queries
+from .chunking import build_corpus, chunk_overlap, chunk_sizes
+from .data import data_dir, load_benchmark, load_keywords
+from .datasets import FormatError, dataset_files, iter_lines, read_corpus, read_qrels, read_queries
 from .methods import BuildOptions, Method, get_retriever, parse_methods
 from .metrics import DEFAULT_METRICS, STANDARD_METRICS, evaluate, parse_metric
 from .plots import save_plots
@@ -25,9 +25,13 @@ __all__ = ['keyword_queries', 'run_benchmark', 'write_results', 'format_table', 
 
 # %% ../nbs/24_bench.ipynb #95d1c190
 def keyword_queries(questions:list[dict], # as returned by `load_benchmark`
-                    keywords:dict         # as returned by `load_keywords`
+                    keywords:dict,        # as returned by `load_keywords`
+                    source:str|Path='fts_keywords.csv' # the keywords file, to name in the error
                    ) -> dict[str, str]:
     "Each question's query (`question_queries`) -> its published FTS keywords."
+    if miss := [q for q in questions if (q['chapter'], q['question_number']) not in keywords]:
+        raise ValueError(f"{source} has no keywords for chapter {miss[0]['chapter']}, "
+                         f"question {miss[0]['question_number']} ({len(miss)} questions lack them)")
     return {t: keywords[q['chapter'], q['question_number']]['keywords']
             for q, t in zip(questions, question_queries(questions))}
 
@@ -35,7 +39,8 @@ def keyword_queries(questions:list[dict], # as returned by `load_benchmark`
 def _alt_queries(methods:list[Method], questions:list[dict], data) -> dict:
     "The other query fields that `methods` search: the published keywords, read only when asked for."
     if not any('keywords' in m.fields for m in methods): return {}
-    return {'keywords': keyword_queries(questions, load_keywords(data))}
+    fn = data_dir(data)/'fts_keywords.csv'
+    return {'keywords': keyword_queries(questions, load_keywords(fn), fn)}
 
 # %% ../nbs/24_bench.ipynb #0ce464c5
 def _summary_row(rows:list[dict], model:str, cs:int, k:int) -> dict:
@@ -64,25 +69,51 @@ def _run_chunk_size(methods:list[Method], cs:int, questions:list[dict], alt:dict
         per_q += [_question_row(row, r.model, cs, corpus) for row in rows]
     return summary, per_q
 
+# %% ../nbs/24_bench.ipynb #cbb8c06c
+def _sizes(chunk_size) -> list[int]:
+    "The chunk sizes of `chunk_size`, at least one, each one that `build_corpus` accepts."
+    if not (sizes := chunk_sizes(chunk_size)):
+        raise ValueError(f"--chunk-size names no chunk size (got {chunk_size!r}); e.g. 500 or 256,500")
+    for cs in sizes:
+        if isinstance(cs, bool) or not isinstance(cs, int) or cs < 32:
+            raise ValueError(f"chunk_size must be an integer >= 32, got {cs!r}")
+        chunk_overlap(cs)
+    return sizes
+
+# %% ../nbs/24_bench.ipynb #ae1c99e0
+def _check_out(path:str|Path, option:str, folder:bool=False):
+    "Fail unless `path` (a folder if `folder`, else a file) can be written, naming it as given."
+    p = Path(path)
+    if folder and p.exists() and not p.is_dir(): raise ValueError(f"{option} {path} is a file, not a folder")
+    if not folder and p.is_dir(): raise ValueError(f"{option} {path} is a folder; give a file name")
+    d = next(a for a in (p if folder else p.parent, *(p if folder else p.parent).parents) if a.exists())
+    if not d.is_dir(): raise ValueError(f"{option} {path}: {d} is not a folder")
+    try: tempfile.TemporaryFile(dir=d).close()
+    except OSError as e: raise PermissionError(f"{option} {path}: cannot write into {d} ({e.strerror})") from None
+
 # %% ../nbs/24_bench.ipynb #bcb96fbc
 def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated or a list (default: the published four)
                   *,
                   chunk_size:int|str|Sequence[int]=500, # chunk size(s) in tokens: 500, [256, 500] or '256,500'
                   k:int=10,                # passages retrieved and scored per question
                   data:str|Path|None=None, # data folder (see `fastbook_bench.data`)
-                  out:str|Path|None='fastbook-bench-results', # folder for the CSVs (None: write nothing)
+                  out:str|Path|None='fastbook-bench-results', # folder for the CSVs, passage texts included (None: none)
                   plots:bool=False,        # also save PNG plots in `out`
                   options:BuildOptions|None=None # models, cache, progress, offline
                  ) -> tuple[list[dict], list[dict]]:
     "Run `methods` on fastbook-benchmark; returns (summary rows, per-question rows) and writes them to `out`."
-    o, ms, sizes = options or BuildOptions(), parse_methods(methods), chunk_sizes(chunk_size)
-    if not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive integer, got {k!r}")
+    o, ms, sizes = options or BuildOptions(), parse_methods(methods), _sizes(chunk_size)
+    if not ms: raise ValueError(f"--methods names no method (got {methods!r}); e.g. fts5,bm25")
+    if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
+    if data is not None and Path(data).exists() and not Path(data).is_dir():
+        raise ValueError(f"--data {data} is not a folder")
+    if out is not None: _check_out(out, '--out', folder=True)
     questions = load_benchmark(data)
     alt, summary, per_q = _alt_queries(ms, questions, data), [], []
     for cs in sizes:
         s, p = _run_chunk_size(ms, cs, questions, alt, k, data, o)
         summary, per_q = summary + s, per_q + p
-    if out is not None:
+    if out is not None and summary:
         write_results(out, summary, per_q)
         if plots: save_plots(out, summary, per_q, k)
     return summary, per_q
@@ -166,14 +197,26 @@ def evaluate_files(qrels:str|Path,        # judgements: BEIR qrels/<split>.tsv, 
                   ) -> dict:
     "The standard metrics of a run file, as trec_eval computes them (see `score_run`)."
     names, judged = _metric_names(metrics), read_qrels(qrels)
-    r = read_poleval(run, list(read_queries(queries))) if queries else read_run(run)
+    r = _read_run(run, queries)
     return score_run(judged, r, names, complete=complete, ignore_identical_ids=ignore_identical_ids)
+
+# %% ../nbs/24_bench.ipynb #5f83b948
+def _read_run(run, queries) -> dict:
+    "A TREC run, or a PolEval submission when `queries` names its questions file (with a hint when it lacks them)."
+    if queries: return read_poleval(run, list(read_queries(queries)))
+    try: return read_run(run)
+    except FormatError as e:
+        first = next((l.split() for _, l in iter_lines(run) if l.strip()), [])
+        if first[1:2] == ['Q0']: raise  # a TREC run, damaged
+        raise FormatError(f"{e}; if {run} is a PolEval submission, pass its questions file with --queries") from None
 
 # %% ../nbs/24_bench.ipynb #c439de3e
 def _search_files(corpus, queries, qrels, split:str):
     "The corpus, queries and judgements files to search with (a dataset folder's, unless named)."
     if Path(corpus).is_dir():
         _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False)
+        if not (qrels or j_file) and (corpus.parent/'qrels').is_dir():
+            warnings.warn(f"{corpus.parent} has no qrels/{split}.tsv: searching without scoring")
         queries, qrels = queries or q_file, qrels or j_file
     if queries is None: raise ValueError("--queries is needed when --corpus is a file")
     return corpus, queries, qrels
@@ -191,8 +234,8 @@ def _check_search(method:str, k, out, format:str):
     "Fail early on a bad method, cutoff, output file or format."
     if format not in ('trec', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from trec, poleval")
     if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
-    if Path(out).is_dir(): raise ValueError(f"--out {out} is a folder; give a file name")
     parse_methods([method])
+    _check_out(out, '--out')
 
 # %% ../nbs/24_bench.ipynb #8d78470b
 def _write(run:dict, qids:list, doc_ids:list, out, k:int, format:str, tag:str) -> dict:

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from fastcore.meta import delegates
 from fastcore.script import anno_parser
+from . import __version__
 from .bench import evaluate_files, format_table, metrics_report, missing_note, run_benchmark, search_dataset
 from .ceiling import ceiling_summary
 from .eval_set import build_eval_set, eval_set_report
@@ -154,15 +155,24 @@ def _parser(cmd:str):
                 a.option_strings.insert(0, alt); p._option_string_actions[alt] = a
     return p
 
+# %% ../nbs/25_cli.ipynb #b2a9db87
+def _usage() -> str:
+    "The usage line and the commands, each with the first line of its docstring."
+    w = max(map(len, COMMANDS))
+    return '\n'.join(["usage: fastbook-bench COMMAND [options]   (fastbook-bench COMMAND --help for its options)", '',
+                      'commands:', *(f"  {c.ljust(w)}  {f.__doc__.splitlines()[0]}" for c, f in COMMANDS.items())])
+
 # %% ../nbs/25_cli.ipynb #30107239
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         ):
     "Entry point of the `fastbook-bench` command."
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] not in COMMANDS:
-        print(f"usage: fastbook-bench {{{','.join(COMMANDS)}}} [options]   (fastbook-bench COMMAND --help for options)",
-              file=sys.stderr)
-        return 0 if argv and argv[0] in ('-h', '--help') else 2
+    if argv[:1] in (['-h'], ['--help']): print(_usage()); return 0
+    if argv[:1] == ['--version']: print(f"fastbook-bench {__version__}"); return 0
+    if not argv: print(_usage(), file=sys.stderr); return 2
+    if argv[0] not in COMMANDS:
+        print(f"fastbook-bench: error: unknown command {argv[0]!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
     args = vars(_parser(argv[0]).parse_args(argv[1:]))
     args.pop('pdb', None); args.pop('xtra', None)
     try:
@@ -174,4 +184,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
     except (ValueError, TypeError, OSError, LLMError) as e:  # OSError: missing or unreadable files, folders for files
         print(f"fastbook-bench {argv[0]}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"fastbook-bench {argv[0]}: interrupted", file=sys.stderr)
+        return 130
     return 0
