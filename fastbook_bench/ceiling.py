@@ -61,9 +61,11 @@ def ceiling_summary(chunk_size:int|str|Sequence[int]=500, # chunk size(s): 500, 
                     data:str|Path|None=None    # data folder (see `data_dir`)
                    ) -> list[dict]:
     "Per chunk size: the ceiling's MRR@k and Recall@k, and how many questions are fully reachable."
-    if not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive integer, got {k!r}")
+    if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
+    sizes = chunk_sizes(chunk_size)
+    if not sizes: raise ValueError(f"--chunk-size names no chunk size (got {chunk_size!r})")
     questions, out = load_benchmark(data), []
-    for cs in chunk_sizes(chunk_size):
+    for cs in sizes:
         rows = ceiling_rows(questions, build_corpus(data, chunk_size=cs), k)
         s = summarize(rows)[0]
         out.append({'chunk_size': cs, 'n_questions': s['n_questions'], f'ceiling_mrr_at_{k}': s[f'mrr_at_{k}'],

@@ -24,10 +24,11 @@ def _options(model:str=None,         # single_vector and maxsim model: hub id, f
              colbert_model:str=None, # colbert model: hub id, folder or 'bundled' (default: answerai-colbert-small-v1)
              offline:bool=False,     # use the bundled models for the defaults, without trying the model hub
              cache:bool=True,        # use the user cache (chunks, encodings)
-             progress:bool=True,     # show progress bars
+             progress:bool=True,     # show progress bars (on a terminal only)
              **kw) -> BuildOptions:
     "The `BuildOptions` that a command's model, cache and progress options describe."
-    return BuildOptions(model=model, colbert_model=colbert_model, offline=offline, cache=cache, progress=progress, **kw)
+    bars = progress and sys.stderr.isatty()  # no bars left over in piped or logged output
+    return BuildOptions(model=model, colbert_model=colbert_model, offline=offline, cache=cache, progress=bars, **kw)
 
 # %% ../nbs/25_cli.ipynb #9f914271
 @delegates(_options)
@@ -76,7 +77,7 @@ def search(*,
 
 # %% ../nbs/25_cli.ipynb #965c0766
 def eval_cmd(*,
-             qrels:str=None,   # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
+             qrels:str=None,   # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv, TREC qrels or relevance.json
              run:str=None,     # a TREC run file, or a PolEval submission (then give --queries)
              metrics:str='ndcg@10,mrr@10,recall@10,map@10,p@10,hit@10', # NAME@K: ndcg, mrr, recall, map, p, hit
              queries:str=None, # the questions file a PolEval submission answers, line by line
@@ -109,8 +110,9 @@ def _resumable(out:str):
     "Inside, Ctrl-C says how to resume and exits with status 130."
     try: yield
     except KeyboardInterrupt:
-        print(f"\nInterrupted. The judgments made so far are in {Path(out)/'judgments.jsonl'}: "
-              "run the same command again to resume", file=sys.stderr)
+        log = Path(out)/'judgments.jsonl'
+        where = f"The judgments made so far are in {log}" if log.is_file() else "No judgment was made yet"
+        print(f"\nInterrupted. {where}: run the same command again to resume", file=sys.stderr)
         raise SystemExit(130) from None
 
 # %% ../nbs/25_cli.ipynb #3a2fa6c5
@@ -127,13 +129,14 @@ def build_eval_set_cmd(*,
     concurrency:int=8,  # LLM requests in flight
     offline:bool=False, # use the bundled models for the defaults, without trying the model hub
     cache:bool=True,    # use the user cache (passage embeddings)
-    progress:bool=True, # show progress bars
+    progress:bool=True, # show progress bars (on a terminal only)
     **kwargs):
     "Label an evaluation set: retrievers propose (query, document) pairs, an LLM grades them, grades 3-4 are kept."
     if not queries or not corpus: raise ValueError("--queries and --corpus are required")
     specs = [m.strip() for m in models.split(',') if m.strip()]
     if not specs: raise ValueError("--models names no proposer")
-    j, o = _judge(dry_run=dry_run, **kwargs), BuildOptions(offline=offline, cache=cache, progress=progress)
+    j, o = _judge(dry_run=dry_run, **kwargs), BuildOptions(offline=offline, cache=cache,
+                                                         progress=progress and sys.stderr.isatty())
     with _resumable(out):
         s = build_eval_set(queries, corpus, specs, j, out, k=topk, threshold=threshold, concurrency=concurrency,
                            price_per_call=price_per_call, dry_run=dry_run, options=o)
