@@ -4,7 +4,7 @@
 
 # %% ../nbs/15_colbert.ipynb #78bb71b3
 from __future__ import annotations
-import contextlib, gc, io, json, sys, warnings
+import contextlib, gc, hashlib, io, json, sys, tempfile, warnings
 from functools import partial
 from pathlib import Path
 from typing import Sequence
@@ -64,11 +64,36 @@ def make_colbert_checkpoint(src:str|Path,  # a BERT-like or sentence-transformer
 DEFAULT_COLBERT = 'answerdotai/answerai-colbert-small-v1'
 BUNDLED_COLBERT = 'all-MiniLM-L6-v2 + seeded projection (bundled)'
 
+# %% ../nbs/15_colbert.ipynb #c256dabc
+def _manifest(folder:Path) -> dict[str, list]:
+    "Size and sha256 of each file in `folder` (except the manifest itself)."
+    def sha(p):
+        with open(p, 'rb') as f: return hashlib.file_digest(f, 'sha256').hexdigest()
+    return {p.name: [p.stat().st_size, sha(p)] for p in sorted(folder.iterdir()) if p.name != 'manifest.json'}
+
+# %% ../nbs/15_colbert.ipynb #539167ee
+def _write_bundled(tmp:Path):
+    "Write the bundled checkpoint's files into `tmp`, the manifest last."
+    _write_checkpoint(_transformer_dir(bundled_model_path()), 128, 0, tmp)
+    (tmp/'manifest.json').write_text(json.dumps(_manifest(tmp), indent=1, sort_keys=True) + '\n')
+
+# %% ../nbs/15_colbert.ipynb #e6921c1a
+def _damage(dest:Path) -> str|None:
+    "Why the checkpoint in `dest` cannot be used (None: it matches its manifest)."
+    if not (dest/'manifest.json').is_file(): return 'no manifest.json'
+    try: want = json.loads((dest/'manifest.json').read_text())
+    except ValueError as e: return f'manifest.json: {e}'
+    have = _manifest(dest)
+    if bad := sorted(n for n in want.keys() | have.keys() if want.get(n) != have.get(n)): return f'{bad[0]} differs'
+
 # %% ../nbs/15_colbert.ipynb #b4624dd1
-def bundled_colbert_checkpoint() -> Path:
-    "The ColBERT checkpoint made from the bundled MiniLM (seed 0), built into the user cache on first use."
-    dest = cache_dir()/'models/minilm-colbert-seed0'
-    if not (dest/'artifact.metadata').is_file(): make_colbert_checkpoint(bundled_model_path(), dest, dim=128, seed=0)
+def bundled_colbert_checkpoint(*, dest:str|Path|None=None # where to build it (default: the user cache)
+                              ) -> Path:
+    "The ColBERT checkpoint made from the bundled MiniLM (seed 0), built on first use and rebuilt if damaged."
+    dest = Path(dest) if dest else cache_dir()/'models/minilm-colbert-seed0'
+    if dest.exists() and (why := _damage(dest)):
+        print(f"fastbook_bench: rebuilding the checkpoint {dest} ({why})", file=sys.stderr)
+    if not dest.exists() or why: atomic_dir(dest, _write_bundled)
     return dest
 
 # %% ../nbs/15_colbert.ipynb #616fb06b
@@ -79,21 +104,43 @@ def _quiet():
         warnings.simplefilter('ignore')
         yield
 
+# %% ../nbs/15_colbert.ipynb #dd017df1
+def _check_folder(path:Path):
+    "Raise a clear error unless `path` looks like a ColBERT checkpoint folder (a config and weights)."
+    weights = ('model.safetensors', 'pytorch_model.bin', 'model.safetensors.index.json', 'pytorch_model.bin.index.json')
+    if not path.is_dir(): raise ValueError(f"{path} is not a ColBERT checkpoint: not a folder")
+    if not (path/'config.json').is_file(): raise ValueError(f"{path} is not a ColBERT checkpoint: no config.json")
+    if not any((path/w).is_file() for w in weights):
+        raise ValueError(f"{path} is not a ColBERT checkpoint: no model.safetensors or pytorch_model.bin")
+
 # %% ../nbs/15_colbert.ipynb #0a7d72c5
 def _load_rag(name:str):
     "RAGatouille's `RAGPretrainedModel` from a folder or a hub id, quietly."
     with _quiet(): from ragatouille import RAGPretrainedModel
     path = Path(name).expanduser()
-    if path.exists(): name = str(path.resolve())  # absolute: colbert-ai treats a relative path like a hub id
-    elif path.is_absolute() or name.startswith(('.', '~')): raise FileNotFoundError(f"no such folder: {path}")
-    with _quiet(): return RAGPretrainedModel.from_pretrained(name, verbose=0)
+    if not path.exists():
+        if path.is_absolute() or name.startswith(('.', '~')): raise FileNotFoundError(f"no such folder: {path}")
+        with _quiet(): return RAGPretrainedModel.from_pretrained(name, verbose=0)
+    path = path.resolve(); _check_folder(path)  # absolute: colbert-ai treats a relative path like a hub id
+    with _quiet():
+        try: return RAGPretrainedModel.from_pretrained(str(path), verbose=0)
+        except Exception as e: err = (str(e) or type(e).__name__).splitlines()[0]
+    raise ValueError(f"{path} is not a ColBERT checkpoint: {err}")
+
+# %% ../nbs/15_colbert.ipynb #60c20f01
+def _load_bundled(cache:bool=True) -> tuple[object, str]:
+    "The bundled ColBERT, from the user cache or (`cache=False`) built in a temporary folder."
+    if cache: return _load_rag(str(bundled_colbert_checkpoint())), BUNDLED_COLBERT
+    with tempfile.TemporaryDirectory(prefix='fastbook_bench-colbert-') as d:
+        return _load_rag(str(bundled_colbert_checkpoint(dest=Path(d)/'minilm-colbert-seed0'))), BUNDLED_COLBERT
 
 # %% ../nbs/15_colbert.ipynb #a35aeee2
-def load_colbert(model:str|None=None # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`, with the fallback)
+def load_colbert(model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`, with the fallback)
+                 *, cache:bool=True   # False: build the bundled checkpoint in a temporary folder, not the user cache
                 ) -> tuple[object, str]:
     "A RAGatouille `RAGPretrainedModel` and the name of the model actually loaded."
     name = model or DEFAULT_COLBERT
-    bundled = lambda: (_load_rag(str(bundled_colbert_checkpoint())), BUNDLED_COLBERT)
+    bundled = partial(_load_bundled, cache)
     if name in ('bundled', BUNDLED_COLBERT): return bundled()
     if name == DEFAULT_COLBERT and is_offline():
         say_once(f"fastbook_bench: offline: using {BUNDLED_COLBERT} instead of {name}")
@@ -114,10 +161,10 @@ class ColBERTRetriever(Retriever):
                  model:str|None=None,                 # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`)
                  max_document_length:int|str='auto',  # tokens kept per passage ('auto': the model's maximum)
                  bsize:int=32,                        # encoding batch size
-                 cache:bool=True,                     # keep passage encodings in the user cache
+                 cache:bool=True,                     # use the user cache (encodings, bundled checkpoint)
                  progress:bool=False):                # show RAGatouille's encoding progress
         super().__init__(passages)
-        self.rag, self.model = load_colbert(model)
+        self.rag, self.model = load_colbert(model, cache=cache)
         store_attr('max_document_length,bsize,progress')
         ckpt = self.rag.model.inference_ckpt
         key = fingerprint('colbert', module_fingerprint(ckpt), str(max_document_length), str(bsize), self.passages)
