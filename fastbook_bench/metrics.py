@@ -4,12 +4,13 @@
 
 # %% ../nbs/08_metrics.ipynb #fbeedbc0
 from __future__ import annotations
-import math, numbers
-from typing import Sequence
+import bisect, math, numbers
+from typing import NamedTuple, Sequence
+import numpy as np
 
 # %% auto #0
-__all__ = ['STANDARD_METRICS', 'DEFAULT_METRICS', 'trec_order', 'precision_at', 'recall_at', 'mrr_at', 'hit_at', 'map_at',
-           'ndcg_at', 'parse_metric', 'evaluate']
+__all__ = ['STANDARD_METRICS', 'DEFAULT_METRICS', 'trec_order', 'Relevant', 'relevant', 'precision_at', 'recall_at', 'mrr_at',
+           'hit_at', 'map_at', 'ndcg_at', 'parse_metric', 'evaluate']
 
 # %% ../nbs/08_metrics.ipynb #4a591648
 def trec_order(docs:dict[str, float] # one query's run: doc id -> score
@@ -17,49 +18,70 @@ def trec_order(docs:dict[str, float] # one query's run: doc id -> score
     "The doc ids ranked as trec_eval ranks them: score descending, then doc id descending."
     return [d for d, _ in sorted(docs.items(), key=lambda x: (x[1], x[0]), reverse=True)]
 
-# %% ../nbs/08_metrics.ipynb #096cd19a
-def _n_relevant(rels:dict) -> int: return sum(r >= 1 for r in rels.values())
+# %% ../nbs/08_metrics.ipynb #b2ce8b00
+class Relevant(NamedTuple):
+    "What every metric needs of one query: where its relevant documents were retrieved, and their labels."
+    ranks: list[int] # ranks of the retrieved relevant documents, ascending
+    gains: list[int] # their labels, in the same order
+    ideal: list[int] # the labels of all the query's relevant documents, descending (there are R)
 
-# %% ../nbs/08_metrics.ipynb #7317da8f
-def _found(rels:dict, ranking:list, k:int) -> list[bool]: return [rels.get(d, 0) >= 1 for d in ranking[:k]]
+# %% ../nbs/08_metrics.ipynb #4f023fb8
+def _rank(doc, score:float, scores:np.ndarray, docs:dict) -> int:
+    "1 + the documents ranked before `doc`: higher scores, then equal scores with higher ids."
+    ahead, tied = int(np.count_nonzero(scores > score)), np.flatnonzero(scores == score)
+    if len(tied) > 1: ids = list(docs); ahead += sum(ids[i] > doc for i in tied)
+    return ahead + 1
+
+# %% ../nbs/08_metrics.ipynb #0c013795
+def relevant(rels:dict, # one query's judgements: doc id -> label
+             docs:dict, # one query's run: doc id -> score
+             *,
+             scores:np.ndarray|None=None # `docs`' scores as float64, in `docs`' order, if already made
+            ) -> Relevant:
+    "The ranks and labels of the relevant documents that `docs` retrieves, ranked as trec_eval ranks them."
+    if scores is None: scores = np.fromiter(docs.values(), np.float64, len(docs))
+    found = sorted((_rank(d, float(docs[d]), scores, docs), g) for d, g in rels.items() if g >= 1 and d in docs)
+    ideal = sorted((g for g in rels.values() if g >= 1), reverse=True)
+    return Relevant([r for r, _ in found], [g for _, g in found], ideal)
+
+# %% ../nbs/08_metrics.ipynb #096cd19a
+def _n_found(q:Relevant, k:int) -> int: return bisect.bisect_right(q.ranks, k)
 
 # %% ../nbs/08_metrics.ipynb #a9e492a5
-def precision_at(rels:dict, ranking:list, k:int) -> float:
+def precision_at(q:Relevant, k:int) -> float:
     "P@k: relevant documents in the top `k`, over `k`."
-    return sum(_found(rels, ranking, k)) / k
+    return _n_found(q, k) / k
 
 # %% ../nbs/08_metrics.ipynb #2e8db3b7
-def recall_at(rels:dict, ranking:list, k:int) -> float:
+def recall_at(q:Relevant, k:int) -> float:
     "Recall@k: relevant documents in the top `k`, over all relevant documents of the query."
-    n = _n_relevant(rels)
-    return sum(_found(rels, ranking, k)) / n if n else 0.0
+    return _n_found(q, k) / len(q.ideal) if q.ideal else 0.0
 
 # %% ../nbs/08_metrics.ipynb #949862ce
-def mrr_at(rels:dict, ranking:list, k:int) -> float:
+def mrr_at(q:Relevant, k:int) -> float:
     "Reciprocal rank of the first relevant document in the top `k` (0 if none)."
-    return next((1 / i for i, f in enumerate(_found(rels, ranking, k), 1) if f), 0.0)
+    return 1 / q.ranks[0] if _n_found(q, k) else 0.0
 
 # %% ../nbs/08_metrics.ipynb #af3e15d8
-def hit_at(rels:dict, ranking:list, k:int) -> float:
+def hit_at(q:Relevant, k:int) -> float:
     "1 if a relevant document is in the top `k`, else 0."
-    return float(any(_found(rels, ranking, k)))
+    return float(_n_found(q, k) > 0)
 
 # %% ../nbs/08_metrics.ipynb #aaba434f
-def map_at(rels:dict, ranking:list, k:int) -> float:
+def map_at(q:Relevant, k:int) -> float:
     "Average precision cut at `k`: the mean over all relevant documents of P@rank, 0 for those not in the top `k`."
-    n, hits, total = _n_relevant(rels), 0, 0.0
-    for i, f in enumerate(_found(rels, ranking, k), 1):
-        if f: hits += 1; total += hits / i
-    return total / n if n else 0.0
+    return sum(j / r for j, r in enumerate(q.ranks[:_n_found(q, k)], 1)) / len(q.ideal) if q.ideal else 0.0
 
 # %% ../nbs/08_metrics.ipynb #c96daeca
-def _dcg(gains) -> float: return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+def _dcg(gains, ranks=None) -> float:
+    "Sum of gain / log2(rank + 1), the ranks being 1, 2, 3, ... unless given."
+    return sum(g / math.log2(r + 1) for r, g in zip(ranks or range(1, len(gains) + 1), gains))
 
 # %% ../nbs/08_metrics.ipynb #5ee1a42b
-def ndcg_at(rels:dict, ranking:list, k:int) -> float:
-    "nDCG@k with the labels as gains (negative ones count 0), over the DCG of the ideal order of all labels."
-    ideal = _dcg(sorted((max(r, 0) for r in rels.values()), reverse=True)[:k])
-    return _dcg([max(rels.get(d, 0), 0) for d in ranking[:k]]) / ideal if ideal else 0.0
+def ndcg_at(q:Relevant, k:int) -> float:
+    "nDCG@k with the labels as gains, over the DCG of the ideal order of all the query's labels."
+    n, ideal = _n_found(q, k), _dcg(q.ideal[:k])
+    return _dcg(q.gains[:n], q.ranks[:n]) / ideal if ideal else 0.0
 
 # %% ../nbs/08_metrics.ipynb #61b2f517
 STANDARD_METRICS = {'ndcg': ndcg_at, 'mrr': mrr_at, 'recall': recall_at, 'map': map_at, 'p': precision_at,
@@ -86,15 +108,27 @@ def _check_value(what:str, q, doc, x):
         kind = 'an integer relevance' if what == 'qrels' else 'a number'
         raise TypeError(f"{what}[{q!r}][{doc!r}] must be {kind}, got {x!r}")
 
+# %% ../nbs/08_metrics.ipynb #7d114a6f
+def _scores(q, docs:dict) -> np.ndarray:
+    "The scores of one query's run as a float64 array, each checked to be a finite number."
+    if all(issubclass(t, numbers.Real) and not issubclass(t, bool) for t in set(map(type, docs.values()))):
+        scores = np.fromiter(docs.values(), np.float64, len(docs))
+        if np.isfinite(scores).all(): return scores
+    for doc, x in docs.items(): _check_value('run', q, doc, x)   # names the first bad score
+    return np.fromiter(docs.values(), np.float64, len(docs))
+
 # %% ../nbs/08_metrics.ipynb #ec796978
-def _check_nested(d, what:str):
-    "Raise a TypeError unless `d` is `{query id: {doc id: value}}`."
+def _check_nested(d, what:str) -> dict:
+    "Raise a TypeError unless `d` is `{query id: {doc id: value}}`; a run's scores as arrays `{query id: scores}`."
     if not isinstance(d, dict):
         raise TypeError(f"{what} must be a dict {{query id: {{doc id: value}}}}, got {type(d).__name__}")
     for q, v in d.items():
         if not isinstance(v, dict):
             raise TypeError(f"{what}[{q!r}] must be a dict {{doc id: value}}, got {type(v).__name__}")
+    if what == 'run': return {q: _scores(q, v) for q, v in d.items()}
+    for q, v in d.items():
         for doc, x in v.items(): _check_value(what, q, doc, x)
+    return {}
 
 # %% ../nbs/08_metrics.ipynb #198dac7b
 def _metric_fns(metrics:str|Sequence[str]) -> dict:
@@ -105,12 +139,14 @@ def _metric_fns(metrics:str|Sequence[str]) -> dict:
     return ms
 
 # %% ../nbs/08_metrics.ipynb #09867e69
-def _per_query(qrels:dict, run:dict, ms:dict, ignore_identical_ids:bool, complete:bool) -> dict:
+def _per_query(qrels:dict, run:dict, scores:dict, ms:dict, ignore_identical_ids:bool, complete:bool) -> dict:
     "`{query id: {metric: value}}` for the judged queries of `run` (of the qrels when `complete`)."
     per = {}
     for q in [q for q, rels in qrels.items() if rels and (complete or q in run)]:
-        ranking = trec_order({d: s for d, s in run.get(q, {}).items() if not (ignore_identical_ids and d == q)})
-        per[q] = {name: f(qrels[q], ranking, k) for name, (f, k) in ms.items()}
+        docs, s = run.get(q, {}), scores.get(q)
+        if ignore_identical_ids and q in docs: docs, s = {d: v for d, v in docs.items() if d != q}, None
+        found = relevant(qrels[q], docs, scores=s)
+        per[q] = {name: f(found, k) for name, (f, k) in ms.items()}
     return per
 
 # %% ../nbs/08_metrics.ipynb #e11050d3
@@ -124,8 +160,8 @@ def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded 
             ) -> dict:
     "The standard metrics of `run` as trec_eval computes them: `{metric: mean}`, or per query."
     ms = _metric_fns(metrics)
-    _check_nested(qrels, 'qrels'); _check_nested(run, 'run')
-    per = _per_query(qrels, run, ms, ignore_identical_ids, complete)
+    _check_nested(qrels, 'qrels'); scores = _check_nested(run, 'run')
+    per = _per_query(qrels, run, scores, ms, ignore_identical_ids, complete)
     if per_query: return per
     if not per:
         raise ValueError(f"No query is in both the qrels ({len(qrels)} queries) and the run ({len(run)} queries)")
