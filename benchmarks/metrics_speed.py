@@ -72,8 +72,10 @@ def with_ranx(qrels:dict, run:dict):
 def baseline_evaluate(commit:str):
     "The `evaluate` of fastbook_bench/metrics.py at git `commit`."
     root = Path(__file__).resolve().parents[1]
-    src = subprocess.run(['git', 'show', f'{commit}:fastbook_bench/metrics.py'], cwd=root, capture_output=True,
-                         text=True, check=True).stdout
+    got = subprocess.run(['git', 'show', f'{commit}:fastbook_bench/metrics.py'], cwd=root, capture_output=True,
+                         text=True)
+    if got.returncode: sys.exit(f'--baseline-commit {commit}: {got.stderr.strip()}')
+    src = got.stdout
     path = Path(tempfile.mkdtemp())/'metrics_baseline.py'
     path.write_text(src)
     spec = importlib.util.spec_from_file_location('fastbook_bench.metrics_baseline', path)
