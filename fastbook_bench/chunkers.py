@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 from .core import cached_arrays, fingerprint
 from .data import chapter_texts
-from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_text, count_tokens
+from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_overlap, chunk_text, count_tokens
 from .models import BUNDLED_MODEL, load_sentence_model
 from .sentences import punkt_spans
 from .ceiling import ceiling_rows
@@ -146,6 +146,7 @@ def chunk_semantic(text:str,           # text to split
                    embed:Callable|None=None # sentences -> vectors (default: `minilm_embeddings`)
                   ) -> list[str]:
     "Sentences of `text` in chunks of at most `chunk_size` tokens, cut where consecutive sentences differ most."
+    chunk_overlap(chunk_size)  # a size `chunk_text` refuses fails here, before any embedding
     units = sentence_units(text)
     if len(units) < 2: return chunk_text(text, chunk_size) if text.strip() else []
     e = np.asarray((embed or minilm_embeddings)([text[a:b].strip() for a, b in units]), dtype=np.float64)
