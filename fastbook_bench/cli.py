@@ -184,7 +184,8 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
             try: COMMANDS[argv[0]](**args)
             finally:
                 for w in ws: print(f"note: {w.message}", file=sys.stderr)
-    except (ValueError, TypeError, OSError, LLMError) as e:  # OSError: missing or unreadable files, folders for files
+    # OSError: missing or unreadable files, folders for files; ImportError: a method without the extra it needs
+    except (ValueError, TypeError, OSError, ImportError, LLMError) as e:
         print(f"fastbook-bench {argv[0]}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

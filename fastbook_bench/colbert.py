@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 from fastcore.basics import patch_to, store_attr
 from .core import atomic_dir, cache_dir, cached_arrays, fingerprint, say_once
-from .models import bundled_model_path, is_offline, module_fingerprint
+from .models import bundled_model_path, is_offline, module_fingerprint, require_neural, resolve_model
 from .retriever import Retriever
 
 # %% auto #0
@@ -140,13 +140,14 @@ def load_colbert(model:str|None=None, # hub id, folder or 'bundled' (default: `D
                 ) -> tuple[object, str]:
     "A RAGatouille `RAGPretrainedModel` and the name of the model actually loaded."
     name = model or DEFAULT_COLBERT
+    require_neural(f"the ColBERT model {name!r}")
     bundled = partial(_load_bundled, cache)
     if name in ('bundled', BUNDLED_COLBERT): return bundled()
     if name == DEFAULT_COLBERT and is_offline():
         say_once(f"fastbook_bench: offline: using {BUNDLED_COLBERT} instead of {name}")
         return bundled()
     with _quiet():  # a half-built model prints when it is deleted: let that happen in here
-        try: return _load_rag(name), name
+        try: return _load_rag(resolve_model(name)), name
         except Exception as e: err = str(e) or type(e).__name__
         gc.collect()
     if name != DEFAULT_COLBERT: raise ValueError(f"Could not load the ColBERT model {name!r}: {err}")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 from .fts import BM25Retriever, FTS5Retriever, tokenize_identifiers
 from .fusion import FusionRetriever, WithQueries
-from .models import load_sentence_model, offline
+from .models import load_sentence_model, offline, require_neural
 from .retriever import Retriever
 
 # %% auto #0
@@ -33,6 +33,7 @@ class Method:
     build:Callable[..., Retriever] # (passages, options, labels, alt_queries) -> retriever
     query:str='text'               # 'text' (the query as given) or another field, such as 'keywords'
     fields:tuple=()                # the alternative query fields it (or a component) searches
+    neural:bool=False              # needs the `neural` extra (torch and a model)
 
 # %% ../nbs/18_methods.ipynb #75714250
 def _fts5(ps, o, labels, alt): return FTS5Retriever(ps, labels=labels)
@@ -72,10 +73,10 @@ def _hybrid(ps, o, labels, alt):
 METHODS = {m.name: m for m in [
     Method('fts5', _fts5, query='keywords', fields=('keywords',)),
     Method('bm25', _bm25),
-    Method('single_vector', _single_vector),
-    Method('colbert', _colbert),
-    Method('maxsim', _maxsim),
-    Method('hybrid', _hybrid, fields=('keywords',)),
+    Method('single_vector', _single_vector, neural=True),
+    Method('colbert', _colbert, neural=True),
+    Method('maxsim', _maxsim, neural=True),
+    Method('hybrid', _hybrid, fields=('keywords',), neural=True),
 ]}
 
 # %% ../nbs/18_methods.ipynb #79c7643e
@@ -94,12 +95,13 @@ def _fusion(name:str) -> Method:
     if len(comps) < 2: raise ValueError(f"{name!r}: a fusion needs at least two methods, e.g. {how}:bm25+single_vector")
     def build(ps, o, labels, alt):
         return FusionRetriever([_build(METHODS[c], ps, o, labels, alt) for c in comps], how=FUSIONS[how])
-    return Method(name, build, fields=tuple(dict.fromkeys(f for c in comps for f in METHODS[c].fields)))
+    return Method(name, build, fields=tuple(dict.fromkeys(f for c in comps for f in METHODS[c].fields)),
+                  neural=any(METHODS[c].neural for c in comps))
 
 # %% ../nbs/18_methods.ipynb #bec37d9f
 def parse_methods(methods:str|Sequence[str]|None # comma-separated names, a list of names, or None for the defaults
                  ) -> list[Method]:
-    "The `Method`s named in `methods` (fusions included), with a clear error for an unknown name."
+    "The `Method`s named in `methods` (fusions included), with a clear error for an unknown name or a missing extra."
     names = DEFAULT_METHODS if methods is None else [m.strip() for m in
                                                      (methods.split(',') if isinstance(methods, str) else methods)]
     out = []
@@ -108,6 +110,7 @@ def parse_methods(methods:str|Sequence[str]|None # comma-separated names, a list
         elif n in METHODS: out.append(METHODS[n])
         else: raise ValueError(f"Unknown method {n!r}; valid methods: {', '.join(METHODS)}, "
                                "or a fusion such as rrf:bm25+single_vector")
+        if out[-1].neural: require_neural(f"the method {n!r}")
     return out
 
 # %% ../nbs/18_methods.ipynb #3877dd82

@@ -4,13 +4,24 @@
 
 # %% ../nbs/13_models.ipynb #cad74ec0
 from __future__ import annotations
-import contextlib
+import contextlib, importlib.util, os, threading, urllib.error, urllib.request
 from pathlib import Path
 from .core import fingerprint, say_once
 
 # %% auto #0
-__all__ = ['DEFAULT_MODEL', 'BUNDLED_MODEL', 'module_fingerprint', 'bundled_model_path', 'offline', 'is_offline',
+__all__ = ['NEURAL_MODULES', 'DEFAULT_MODEL', 'BUNDLED_MODEL', 'require_neural', 'module_fingerprint', 'bundled_model_path',
+           'offline', 'is_offline', 'hub_endpoint', 'probe_hub', 'hub_unreachable', 'resolve_model',
            'load_sentence_model']
+
+# %% ../nbs/13_models.ipynb #abf86a10
+NEURAL_MODULES = ('torch', 'sentence_transformers', 'transformers', 'faiss', 'ragatouille')  # the extra's packages
+
+# %% ../nbs/13_models.ipynb #ddd4a448
+def require_neural(what:str # what needs the extra, e.g. "the method 'maxsim'"
+                  ):
+    "Raise an `ImportError` naming the `neural` extra unless all of its packages are installed."
+    if missing := [m for m in NEURAL_MODULES if importlib.util.find_spec(m) is None]:
+        raise ImportError(f'{what} needs the neural extra: pip install "fastbook_bench[neural]"', name=missing[0])
 
 # %% ../nbs/13_models.ipynb #3cf7756a
 def module_fingerprint(module) -> str:
@@ -48,19 +59,62 @@ def is_offline() -> bool:
     "Whether default models are taken from the bundled fallbacks without trying the hub (see `offline`)."
     return _OFFLINE[0]
 
+# %% ../nbs/13_models.ipynb #9f0198e4
+def hub_endpoint() -> str:
+    "The model hub's address as huggingface_hub reads it: `HF_ENDPOINT`, else https://huggingface.co."
+    return os.environ.get('HF_ENDPOINT', 'https://huggingface.co').rstrip('/')
+
+# %% ../nbs/13_models.ipynb #5e4548ee
+def probe_hub(endpoint:str,         # the hub's address, e.g. https://huggingface.co
+              *, timeout:float=3.0  # seconds to wait for an answer
+             ) -> bool:
+    "Whether `endpoint` answers an HTTP `HEAD` request within `timeout` seconds (an error status is an answer)."
+    answer, done = [False], threading.Event()
+    def ask():
+        try: urllib.request.urlopen(urllib.request.Request(endpoint, method='HEAD'), timeout=timeout).close()
+        except urllib.error.HTTPError: answer[0] = True
+        except Exception: pass
+        else: answer[0] = True
+        finally: done.set()
+    threading.Thread(target=ask, daemon=True).start()
+    return done.wait(timeout) and answer[0]
+
+# %% ../nbs/13_models.ipynb #b1c75f1b
+_HUB_ANSWERS = {}  # endpoint -> did it answer
+
+def hub_unreachable(*, timeout:float=3.0 # seconds the first question may take
+                   ) -> str|None:
+    "Why models cannot come from the hub (None: they can): `HF_HUB_OFFLINE`, or no answer. Asked once per process."
+    flag = os.environ.get('HF_HUB_OFFLINE') or os.environ.get('TRANSFORMERS_OFFLINE') or ''
+    if flag.upper() in ('1', 'ON', 'YES', 'TRUE'): return 'HF_HUB_OFFLINE is set'
+    ep = hub_endpoint()
+    if ep not in _HUB_ANSWERS: _HUB_ANSWERS[ep] = probe_hub(ep, timeout=timeout)
+    return None if _HUB_ANSWERS[ep] else f'the model hub {ep} did not answer within {timeout:g} s'
+
+# %% ../nbs/13_models.ipynb #d3cadadf
+def resolve_model(name:str # a hub id or a folder
+                 ) -> str:
+    "`name`, or its copy in the local Hugging Face cache when the hub is out of reach (else a ValueError saying why)."
+    p = Path(name).expanduser()
+    if p.exists() or p.is_absolute() or name.startswith(('.', '~')) or not (why := hub_unreachable()): return name
+    from huggingface_hub import snapshot_download
+    try: return snapshot_download(name, local_files_only=True)
+    except Exception: raise ValueError(f"not in the local Hugging Face cache, and {why}") from None
+
 # %% ../nbs/13_models.ipynb #e2f5d99c
 def load_sentence_model(model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`, with the fallback)
                         device:str|None=None  # 'cpu', 'cuda', ... (default: what sentence-transformers picks)
                        ) -> tuple[object, str]:
     "A `SentenceTransformer` and the name of the model actually loaded."
-    from sentence_transformers import SentenceTransformer
     name = model or DEFAULT_MODEL
+    require_neural(f"the sentence model {name!r}")
+    from sentence_transformers import SentenceTransformer
     bundled = lambda: (SentenceTransformer(str(bundled_model_path()), device=device), BUNDLED_MODEL)
     if name in ('bundled', BUNDLED_MODEL): return bundled()
     if name == DEFAULT_MODEL and is_offline():
         say_once(f"fastbook_bench: offline: using {BUNDLED_MODEL} instead of {name}")
         return bundled()
-    try: return SentenceTransformer(name, device=device), name
+    try: return SentenceTransformer(resolve_model(name), device=device), name
     except Exception as e:
         if name != DEFAULT_MODEL: raise ValueError(f"Could not load the model {name!r}: {e}") from None
         say_once(f"fastbook_bench: {name} is not available ({str(e).splitlines()[0]}); using {BUNDLED_MODEL}")
