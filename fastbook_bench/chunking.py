@@ -39,6 +39,10 @@ def _get_encoding():
         d = None if 'TIKTOKEN_CACHE_DIR' in os.environ else _bundled_tiktoken_dir()
         if d: os.environ['TIKTOKEN_CACHE_DIR'] = str(d)
         try: _encoding = tiktoken.encoding_for_model('gpt-3.5-turbo')
+        except OSError as e:  # tiktoken downloads the vocabulary on first use (requests' errors are OSErrors)
+            raise OSError("counting tokens needs tiktoken's cl100k vocabulary, which could not be downloaded "
+                          f"({type(e).__name__}): connect once (tiktoken caches it), or set TIKTOKEN_CACHE_DIR to "
+                          "a folder holding it") from None
         finally:
             if d: del os.environ['TIKTOKEN_CACHE_DIR']
     return _encoding
