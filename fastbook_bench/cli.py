@@ -143,7 +143,7 @@ def build_eval_set_cmd(*,
                            price_per_call=price_per_call, dry_run=dry_run, options=o)
     if not dry_run: print(eval_set_report(s, j, out, threshold))
 
-# %% ../nbs/25_cli.ipynb #9289d340
+# %% ../nbs/25_cli.ipynb #db29e6d8
 @delegates(_options)
 def chunking(*,
              chunkers:str='token,blocks,semantic,headings', # chunkers to compare (`fastbook_bench.chunkers`)
@@ -152,7 +152,7 @@ def chunking(*,
              budget:str='500,1000,2000,4000', # token budgets, comma-separated
              collection:str=None,    # folder holding documents.jsonl and questions.jsonl (default: fastbook-benchmark)
              data:str=None,          # fastbook-benchmark's data folder (default: $FASTBOOK_BENCH_DATA, else the cache)
-             out:str='fastbook-bench-chunking', # folder for chunkings.csv, summary.csv, pairs.csv, per_question.csv
+             out:str='fastbook-bench-chunking', # folder for the CSV tables (and plots)
              plots:bool=False,       # also save PNG plots of each metric against the budget in --out
              **kwargs):
     "Compare chunkers at token budgets: span metrics, 95 % intervals, Holm-adjusted paired tests."
