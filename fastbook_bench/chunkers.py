@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 import numpy as np
 from .core import cached_arrays, fingerprint
 from .data import chapter_texts
-from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_text, count_tokens
+from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_overlap, chunk_text, count_tokens
 from .models import BUNDLED_MODEL, load_sentence_model
 from .sentences import punkt_spans
 from .ceiling import ceiling_rows
@@ -146,6 +146,7 @@ def chunk_semantic(text:str,           # text to split
                    embed:Callable|None=None # sentences -> vectors (default: `minilm_embeddings`)
                   ) -> list[str]:
     "Sentences of `text` in chunks of at most `chunk_size` tokens, cut where consecutive sentences differ most."
+    chunk_overlap(chunk_size)  # a size `chunk_text` refuses fails here, before any embedding
     units = sentence_units(text)
     if len(units) < 2: return chunk_text(text, chunk_size) if text.strip() else []
     e = np.asarray((embed or minilm_embeddings)([text[a:b].strip() for a, b in units]), dtype=np.float64)
@@ -177,15 +178,16 @@ def mean_tokens(chunker:str|Callable, # a name in `CHUNKERS`, or a chunker funct
     return float(np.mean(chunk_tokens(chunk_documents(texts, chunker, chunk_size=chunk_size, pieces=pieces))))
 
 # %% ../nbs/27_chunkers.ipynb #83acd480
-def match_chunk_size(chunker:str|Callable, # a name in `CHUNKERS`, or a chunker function
-                     target:float,         # the mean chunk length to match, in tokens
+def match_chunk_size(chunker:str|Callable,  # a name in `CHUNKERS`, or a chunker function
+                     target:float,          # the mean chunk length to match, in tokens
                      *,
-                     texts:dict|None=None, # document id -> text (default: the benchmark chapters)
-                     sizes:Sequence[int]=range(260, 2001, 10), # the sizes to choose from, ascending
-                     pieces:int=1          # cut each text in this many equal pieces first
+                     texts:dict|None=None,  # document id -> text (default: the benchmark chapters)
+                     sizes:Sequence|None=None, # ascending (default: from `target` to 5 times it, step 10)
+                     pieces:int=1           # cut each text in this many equal pieces first
                     ) -> int:
     "The size in `sizes` at which `chunker`'s mean chunk length is closest to `target` (bisection)."
-    texts, sizes = chapter_texts() if texts is None else texts, list(sizes)
+    texts = chapter_texts() if texts is None else texts
+    sizes = list(sizes or (s for s in range(int(target) // 10 * 10, 5 * int(target) + 1, 10) if s >= 256 or s % 4 == 0))
     mean = functools.cache(lambda s: mean_tokens(chunker, s, texts=texts, pieces=pieces))
     if not mean(sizes[0]) <= target <= mean(sizes[-1]):
         raise ValueError(f"no size in {sizes[0]}..{sizes[-1]} gives a mean chunk length of {target:.1f} tokens "
@@ -203,19 +205,15 @@ PUBLISHED_PIECES = {'token': 2, 'headings': 2}  # the published chunks: each cha
 
 # %% ../nbs/27_chunkers.ipynb #6b3c4cf3
 def benchmark_chunking(chunker:str|Callable, # a name in `CHUNKERS`, or a chunker function
-                       chunk_size:int=500,   # the reference chunker's size whose mean chunk length is matched
+                       chunk_size:int=500,   # the reference's size, whose mean chunk length is matched
                        *,
                        data=None             # data folder (see `data_dir`)
                       ) -> tuple[Corpus, list[str]]:
     "The benchmark chapters cut by `chunker` at the reference's mean chunk length, and the texts to index."
-    f, texts = get_chunker(chunker), chapter_texts(data)
-    pieces = PUBLISHED_PIECES.get(chunker, 1) if isinstance(chunker, str) else 1
-    if pieces == 2: size = chunk_size
-    elif chunk_size == 500 and isinstance(chunker, str) and chunker in MATCHED: size = MATCHED[chunker]
-    else:
-        target = mean_tokens('token', chunk_size, texts=texts, pieces=2)
-        sizes = [s for s in range(int(target) // 10 * 10, 5 * chunk_size + 1, 10) if s >= 256 or s % 4 == 0]
-        size = match_chunk_size(f, target, texts=texts, sizes=sizes)
+    f, texts, name = get_chunker(chunker), chapter_texts(data), chunker if isinstance(chunker, str) else None
+    if name in PUBLISHED_PIECES: size, pieces = chunk_size, PUBLISHED_PIECES[name]
+    elif chunk_size == 500 and name in MATCHED: size, pieces = MATCHED[name], 1
+    else: size, pieces = match_chunk_size(f, mean_tokens('token', chunk_size, texts=texts, pieces=2), texts=texts), 1
     corpus = chunk_documents(texts, f, chunk_size=size, pieces=pieces)
     return corpus, index_texts(corpus, texts, getattr(f, 'index_text', None))
 
