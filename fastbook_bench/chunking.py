@@ -15,8 +15,8 @@ from .data import CHAPTERS, chapter_texts, data_dir
 from .sentences import split_sentences
 
 # %% auto #0
-__all__ = ['SPLITTER_VERSION', 'count_tokens', 'chunk_overlap', 'chunk_text', 'split_even', 'Corpus', 'chunk_chapters',
-           'build_corpus', 'chunk_sizes', 'text_blocks', 'chunk_blocks']
+__all__ = ['SPLITTER_VERSION', 'count_tokens', 'token_prefix', 'chunk_overlap', 'chunk_text', 'split_even', 'Corpus',
+           'chunk_chapters', 'build_corpus', 'chunk_sizes', 'text_blocks', 'chunk_blocks']
 
 # %% ../nbs/04_chunking.ipynb #ac364d92
 def _bundled_tiktoken_dir() -> Path|None:
@@ -51,6 +51,16 @@ def _get_encoding():
 def count_tokens(text:str) -> int:
     "Number of cl100k tokens in `text`, special tokens counting one."
     return len(_get_encoding().encode(text, allowed_special='all'))
+
+# %% ../nbs/04_chunking.ipynb #71f16f38
+def token_prefix(text:str, # text to cut
+                 n:int     # tokens to keep
+                ) -> str:
+    "The first `n` cl100k tokens of `text` (the whole text if it has no more): it is cut where token `n + 1` starts."
+    enc = _get_encoding()
+    toks = enc.encode(text, allowed_special='all')
+    if n >= len(toks): return text
+    return text[:enc.decode_with_offsets(toks)[1][max(n, 0)]]
 
 # %% ../nbs/04_chunking.ipynb #5e5bd80d
 def _split_keep(text:str, sep:str) -> list[str]:

@@ -12,12 +12,13 @@ from fastcore.script import anno_parser
 from . import __version__
 from .bench import evaluate_files, format_table, metrics_report, missing_note, run_benchmark, search_dataset
 from .ceiling import ceiling_summary
+from .chunk_eval import chunking_report, evaluate_chunkers
 from .eval_set import build_eval_set, eval_set_report
 from .judge import LLMError, make_judge
 from .methods import BuildOptions
 
 # %% auto #0
-__all__ = ['COMMANDS', 'run', 'ceiling', 'search', 'eval_cmd', 'build_eval_set_cmd', 'main']
+__all__ = ['COMMANDS', 'run', 'ceiling', 'search', 'eval_cmd', 'build_eval_set_cmd', 'chunking', 'main']
 
 # %% ../nbs/25_cli.ipynb #a42b0b17
 def _options(model:str=None,         # single_vector and maxsim model: hub id, folder or 'bundled' (default: bge-small)
@@ -142,8 +143,28 @@ def build_eval_set_cmd(*,
                            price_per_call=price_per_call, dry_run=dry_run, options=o)
     if not dry_run: print(eval_set_report(s, j, out, threshold))
 
+# %% ../nbs/25_cli.ipynb #db29e6d8
+@delegates(_options)
+def chunking(*,
+             chunkers:str='token,blocks,semantic,headings', # chunkers to compare (`fastbook_bench.chunkers`)
+             chunk_size:int=500,     # the chunkers' size parameter
+             methods:str='bm25,maxsim', # methods ranking the chunks
+             budget:str='500,1000,2000,4000', # token budgets, comma-separated
+             collection:str=None,    # folder holding documents.jsonl and questions.jsonl (default: fastbook-benchmark)
+             data:str=None,          # fastbook-benchmark's data folder (default: $FASTBOOK_BENCH_DATA, else the cache)
+             out:str='fastbook-bench-chunking', # folder for the CSV tables (and plots)
+             plots:bool=False,       # also save PNG plots of each metric against the budget in --out
+             **kwargs):
+    "Compare chunkers at token budgets: span metrics, 95 % intervals, Holm-adjusted paired tests."
+    t0, o = time.perf_counter(), _options(**kwargs)
+    res = evaluate_chunkers(collection, chunkers=chunkers, chunk_size=chunk_size, methods=methods, budgets=budget,
+                            data=data, out=out, plots=plots, options=o)
+    print(chunking_report(res))
+    print(f"\nWrote the tables to {out} in {time.perf_counter() - t0:.2f} s")
+
 # %% ../nbs/25_cli.ipynb #b2de5b8e
-COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'build-eval-set': build_eval_set_cmd}
+COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'build-eval-set': build_eval_set_cmd,
+            'chunking': chunking}
 
 # %% ../nbs/25_cli.ipynb #6d1e937e
 def _parser(cmd:str):

@@ -9,7 +9,8 @@ import numpy as np
 from .metrics import DEFAULT_METRICS, evaluate, parse_metric
 
 # %% auto #0
-__all__ = ['bootstrap_means', 'bootstrap_ci', 'permutation_test', 'paired_bootstrap_test', 'summary_table', 'compare']
+__all__ = ['bootstrap_means', 'bootstrap_ci', 'permutation_test', 'paired_bootstrap_test', 'summary_table', 'holm',
+           'pairwise_tests', 'compare']
 
 # %% ../nbs/09_stats.ipynb #d0ec68fa
 def bootstrap_means(scores:np.ndarray,      # (methods, questions) or (questions,) per-question scores
@@ -56,10 +57,10 @@ def paired_bootstrap_test(a:Sequence[float],      # per-question scores of one m
     return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (1 + n_resamples))
 
 # %% ../nbs/09_stats.ipynb #8ff05cde
-def _groups(rows:list[dict]) -> dict:
-    "Rows by chunk size (None when the rows carry none), then by method, in order of appearance."
+def _groups(rows:list[dict], by:Sequence[str]=('chunk_size',), compare:str='method') -> dict:
+    "Rows by their values of `by` (None for a column a row lacks), then by `compare`, in order of appearance."
     out = {}
-    for r in rows: out.setdefault(r.get('chunk_size'), {}).setdefault(r['method'], []).append(r)
+    for r in rows: out.setdefault(tuple(r.get(c) for c in by), {}).setdefault(r[compare], []).append(r)
     return out
 
 # %% ../nbs/09_stats.ipynb #04b22757
@@ -92,17 +93,62 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
                   baseline:str|None=None,      # method the others are tested against (None: no tests)
                   level:float=0.95,            # coverage of the intervals
                   n_resamples:int=10_000,      # bootstrap and permutation resamples
-                  seed:int=0                   # random seed: the same rows give the same table
+                  seed:int=0,                  # random seed: the same rows give the same table
+                  by:Sequence[str]=('chunk_size',), # columns that split the rows into separate tables
+                  compare:str='method'         # the column whose values are compared within each table
                  ) -> list[dict]:
     "Per method (and chunk size): each metric's mean and bootstrap interval, and p-values against `baseline`."
     if not metrics: metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
     out = []
-    for cs, by in _groups(rows).items():
-        _check_group(by, baseline)
-        size = {} if cs is None else {'chunk_size': cs}
-        group = [dict(method=m, **size, n_questions=len(v)) for m, v in by.items()]
-        for metric in metrics: _metric_columns(group, by, metric, baseline, level, n_resamples, seed)
+    for key, group_rows in _groups(rows, by, compare).items():
+        _check_group(group_rows, baseline)
+        split = {c: v for c, v in zip(by, key) if v is not None}
+        group = [{compare: m, **split, 'n_questions': len(v)} for m, v in group_rows.items()]
+        for metric in metrics: _metric_columns(group, group_rows, metric, baseline, level, n_resamples, seed)
         out += group
+    return out
+
+# %% ../nbs/09_stats.ipynb #4f414716
+def holm(pvalues:Sequence[float] # p-values of one family of tests, in any order
+        ) -> list[float]:
+    "Holm–Bonferroni adjusted p-values, in the order given: monotone in the raw p-values, at most 1."
+    p = np.asarray(pvalues, dtype=np.float64)
+    if p.ndim != 1 or np.isnan(p).any() or (p < 0).any() or (p > 1).any():
+        raise ValueError(f"p-values must be a flat list of numbers between 0 and 1, got {pvalues!r}")
+    order = np.argsort(p, kind='stable')
+    out = np.empty_like(p)
+    out[order] = np.minimum(1.0, np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order]))
+    return out.tolist()
+
+# %% ../nbs/09_stats.ipynb #3ddb8b88
+def _pairs(group:dict[str, list[dict]], metric:str, n_resamples:int, seed:int) -> list[tuple]:
+    "(a, b, mean(a - b), sign-flip p) for each pair of the group's methods, in order."
+    vals = {m: np.array([r[metric] for r in v], dtype=np.float64) for m, v in group.items()}
+    return [(a, b, float((vals[a] - vals[b]).mean()), permutation_test(vals[a], vals[b], n_resamples, seed))
+            for i, a in enumerate(vals) for b in list(vals)[i + 1:]]
+
+# %% ../nbs/09_stats.ipynb #4dab4db8
+def pairwise_tests(rows:list[dict],              # per-question rows of several methods (`score_rows`)
+                   *,
+                   metrics:list[str]|None=None,  # columns to test (default: the mrr_at_k and recall_at_k ones)
+                   by:Sequence[str]=('chunk_size',), # columns that split the rows into separate groups
+                   compare:str='method',         # the column whose values are compared pairwise within a group
+                   n_resamples:int=10_000,       # random sign flips per test
+                   seed:int=0                    # random seed
+                  ) -> list[dict]:
+    "Every pair in each group: mean difference, sign-flip p-value and Holm-adjusted p-value (family: the table)."
+    if not metrics: metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
+    out = []
+    for key, group in _groups(rows, by, compare).items():
+        _check_group(group, None)
+        split = {c: v for c, v in zip(by, key) if v is not None}
+        tests = {m: _pairs(group, m, n_resamples, seed) for m in metrics}
+        for i, (a, b, *_) in enumerate(tests[metrics[0]] if metrics else []):
+            row = {**split, 'a': a, 'b': b, 'n_questions': len(group[a])}
+            for m in metrics: row[f'{m}_diff'], row[f'{m}_p'] = tests[m][i][2:]
+            out.append(row)
+    for m in metrics:
+        for r, p in zip(out, holm([r[f'{m}_p'] for r in out])): r[f'{m}_p_holm'] = p
     return out
 
 # %% ../nbs/09_stats.ipynb #e005a6dc

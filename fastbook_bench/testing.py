@@ -13,7 +13,7 @@ from fastcore.basics import patch_to
 from .core import atomic_dir, fingerprint
 
 # %% auto #0
-__all__ = ['tiny_collection', 'tiny_bert', 'FakeChatServer', 'run_cli']
+__all__ = ['tiny_collection', 'tiny_documents', 'tiny_bert', 'FakeChatServer', 'run_cli']
 
 # %% ../nbs/01_testing.ipynb #e4c783dc
 def tiny_collection() -> dict:
@@ -22,6 +22,17 @@ def tiny_collection() -> dict:
                         'd4': 'stock markets fell', 'd5': 'the cat purrs'},
                 queries={'q1': 'cat', 'q2': 'dog barking', 'q3': 'bond prices'},
                 qrels={'q1': {'d1': 2, 'd3': 1, 'd5': 1, 'd2': 0}, 'q2': {'d2': 2, 'd3': 1}, 'q3': {'d6': 1}})
+
+# %% ../nbs/01_testing.ipynb #735045a1
+def tiny_documents() -> tuple[dict, list[dict]]:
+    "(documents, questions) of a tiny chunking evaluation collection, as fresh objects."
+    return ({'pets': "# Pets\n\nCats sleep all day. Cats purr when happy.\n\n## Dogs\n\n"
+                     "Dogs bark at strangers. Dogs fetch sticks.",
+             'food': "# Food\n\nBread needs flour and water. Yeast makes bread rise. Salt adds taste."},
+            [dict(id='q1', text='why do cats purr', document='pets', evidence=[['Cats purr when happy']]),
+             dict(id='q2', text='what do dogs do', document='pets',
+                  evidence=[['Dogs bark'], ['fetch sticks', 'Dogs play']]),
+             dict(id='q3', text='what makes bread rise', document='food', evidence=[['Yeast makes bread rise'], []])])
 
 # %% ../nbs/01_testing.ipynb #a3f7788c
 _TINY_WORDS = ('the a of and to in is cat dog sat mat on bark night apple pie recipe stock price fell '
