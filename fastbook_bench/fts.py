@@ -4,7 +4,7 @@
 
 # %% ../nbs/06_fts.ipynb #7bed4075
 from __future__ import annotations
-import os, re, sqlite3, tempfile
+import math, os, re, sqlite3, tempfile
 from collections import Counter
 from itertools import islice, repeat
 from pathlib import Path
@@ -15,8 +15,8 @@ from .core import fingerprint
 from .retriever import Retriever, check_search
 
 # %% auto #0
-__all__ = ['BM25_BACKENDS', 'fts_query', 'FTS5Retriever', 'fts5_fill', 'fts5_search', 'tokenize', 'okapi_idf', 'BM25Retriever',
-           'tokenize_identifiers']
+__all__ = ['BM25_BACKENDS', 'fts_query', 'FTS5Retriever', 'fts5_fill', 'fts5_search', 'tokenize', 'okapi_idf_df', 'okapi_idf',
+           'okapi_scale', 'BM25Retriever', 'tokenize_identifiers']
 
 # %% ../nbs/06_fts.ipynb #2c75d56e
 def fts_query(text:str # any user string
@@ -118,15 +118,22 @@ def tokenize(text:str # any string
     "Lower-cased `\\w+` tokens."
     return _WORD.findall(text.lower())
 
+# %% ../nbs/06_fts.ipynb #a0a438df
+def okapi_idf_df(df:dict,             # term -> number of passages holding it
+                 n:int,               # number of passages
+                 epsilon:float=0.25   # negative IDFs become epsilon × the mean IDF
+                ) -> dict:
+    "BM25Okapi's IDF per term from document frequencies: log((N - n + 0.5) / (n + 0.5)), floored as `okapi_idf`."
+    idf = {t: float(np.log(n - f + 0.5) - np.log(f + 0.5)) for t, f in df.items()}
+    floor = epsilon * math.fsum(idf.values()) / max(len(idf), 1)  # fsum: exact, whatever the order of the terms
+    return {t: (floor if v < 0 else v) for t, v in idf.items()}
+
 # %% ../nbs/06_fts.ipynb #bbdf7bd6
 def okapi_idf(docs:list[list[str]], # tokenised passages
               epsilon:float=0.25     # negative IDFs become epsilon × the mean IDF
              ) -> dict[str, float]:
     "BM25Okapi's IDF per term: log((N - n + 0.5) / (n + 0.5)), negatives floored at `epsilon` × the mean."
-    df, n = Counter(t for d in docs for t in set(d)), len(docs)
-    idf = {t: float(np.log(n - f + 0.5) - np.log(f + 0.5)) for t, f in df.items()}
-    floor = epsilon * sum(idf.values()) / max(len(idf), 1)
-    return {t: (floor if v < 0 else v) for t, v in idf.items()}
+    return okapi_idf_df(Counter(t for d in docs for t in set(d)), len(docs), epsilon)
 
 # %% ../nbs/06_fts.ipynb #64381d7e
 BM25_BACKENDS = ('rank_bm25', 'bm25s')
@@ -136,6 +143,15 @@ def _rank_bm25_index(docs, k1, b, epsilon):
     "A rank-bm25 BM25Okapi index of tokenised `docs`."
     from rank_bm25 import BM25Okapi
     return BM25Okapi(docs, k1=k1, b=b, epsilon=epsilon)
+
+# %% ../nbs/06_fts.ipynb #2cf4e267
+def okapi_scale(idf:float, # the term's BM25Okapi IDF
+                nt:int,    # passages holding the term
+                n:int,     # passages
+                k1:float   # term-frequency saturation
+               ) -> float:
+    "The factor that turns bm25s's Lucene-IDF `robertson` scores of a term into BM25Okapi's."
+    return (k1 + 1) * idf / np.log(1 + (n - nt + 0.5) / (nt + 0.5))
 
 # %% ../nbs/06_fts.ipynb #202caae1
 def _bm25s_index(docs, k1, b, epsilon):
@@ -147,8 +163,7 @@ def _bm25s_index(docs, k1, b, epsilon):
     data, ptr = r.scores['data'], r.scores['indptr']
     for t, j in r.vocab_dict.items():
         if t in idf and ptr[j + 1] > ptr[j]:  # lucene idf = log(1 + (N - n + .5)/(n + .5)) > 0, so the ratio is safe
-            nt = int(ptr[j + 1] - ptr[j])
-            data[ptr[j]:ptr[j + 1]] *= (k1 + 1) * idf[t] / np.log(1 + (n - nt + 0.5) / (nt + 0.5))
+            data[ptr[j]:ptr[j + 1]] *= okapi_scale(idf[t], int(ptr[j + 1] - ptr[j]), n, k1)
     return r
 
 # %% ../nbs/06_fts.ipynb #8c94e834

@@ -5,6 +5,7 @@
 # %% ../nbs/30_index.ipynb #249aeb2c
 from __future__ import annotations
 import hashlib, json, sqlite3, sys
+from collections import Counter
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,14 +13,15 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from .core import atomic_dir, atomic_write
 from .datasets import dataset_files, iter_corpus, read_queries
-from .fts import fts5_fill, fts5_search
+from fastcore.basics import patch_to
+from .fts import fts5_fill, fts5_search, okapi_idf_df, okapi_scale, tokenize
 from .methods import BuildOptions
-from .retriever import check_search
+from .retriever import check_search, top_k
 from .runs import to_run, write_poleval, write_run
 
 # %% auto #0
-__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'IndexKind', 'file_sha256', 'corpus_file', 'DocIds', 'read_manifest', 'build_index',
-           'Index', 'open_index', 'FTS5Searcher']
+__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'BM25_PARAMS', 'IndexKind', 'file_sha256', 'corpus_file', 'DocIds', 'read_manifest',
+           'build_index', 'Index', 'open_index', 'FTS5Searcher', 'BM25Searcher']
 
 # %% ../nbs/30_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
@@ -182,3 +184,113 @@ class FTS5Searcher:
 
 # %% ../nbs/30_index.ipynb #c80c7064
 INDEX_KINDS['fts5'] = IndexKind('fts5', _fts5_build, FTS5Searcher)
+
+# %% ../nbs/30_index.ipynb #043bb54a
+BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
+
+# %% ../nbs/30_index.ipynb #354a36ad
+class _Postings:
+    "The (term id, count) pairs of streamed passages, appended to files in `folder` batch by batch."
+    names = ('terms', 'tfs', 'uniq', 'lens')
+    def __init__(self, folder:Path, batch:int=10_000):
+        self.folder, self.batch, self.vocab, self.df = folder, batch, {}, np.zeros(0, np.int64)
+        self.files = {n: open(folder/f'{n}.tmp', 'wb') for n in self.names}
+        self.buf = {n: array('i') for n in self.names}
+    def add(self, text:str):
+        toks = tokenize(text)
+        c = Counter(self.vocab.setdefault(t, len(self.vocab)) for t in toks)
+        b = self.buf; b['terms'].extend(c); b['tfs'].extend(c.values()); b['uniq'].append(len(c)); b['lens'].append(len(toks))
+        if len(b['lens']) >= self.batch: self.flush()
+
+# %% ../nbs/30_index.ipynb #d6e10775
+@patch_to(_Postings)
+def flush(self):
+    "Write the batch's buffers to their files and add its document frequencies."
+    self.df = np.pad(self.df, (0, len(self.vocab) - len(self.df)))
+    self.df += np.bincount(np.frombuffer(self.buf['terms'], np.int32), minlength=len(self.vocab))
+    for n in self.names: self.files[n].write(self.buf[n].tobytes()); self.buf[n] = array('i')
+
+# %% ../nbs/30_index.ipynb #b108eff8
+@patch_to(_Postings)
+def close(self) -> dict[str, np.ndarray]:
+    "Flush the last batch; the four files, memory-mapped."
+    self.flush()
+    for f in self.files.values(): f.close()
+    fns = {n: self.folder/f'{n}.tmp' for n in self.names}
+    return {n: np.memmap(fn, np.int32, 'r') if fn.stat().st_size else np.zeros(0, np.int32) for n, fn in fns.items()}
+
+# %% ../nbs/30_index.ipynb #4eb4b26b
+def _term_weights(df:np.ndarray, n:int, k1:float, epsilon:float) -> tuple[np.ndarray, np.ndarray]:
+    "Per term id: bm25s's Lucene IDF, and the factor that turns its scores into BM25Okapi's."
+    from bm25s.scoring import _select_idf_scorer  # the function bm25s's own `index` uses
+    lucene, okapi = _select_idf_scorer('lucene'), okapi_idf_df(dict(enumerate(df.tolist())), n, epsilon)
+    idf = np.array([lucene(f, N=n) for f in df.tolist()], dtype=np.float64)
+    return idf, np.array([okapi_scale(okapi[j], f, n, k1) for j, f in enumerate(df.tolist())], dtype=np.float64)
+
+# %% ../nbs/30_index.ipynb #67320792
+def _pair_scores(terms, tfs, lens, idf, scale, avgdl:float, k1:float, b:float) -> np.ndarray:
+    "BM25Okapi scores of (term, count) pairs in passages of `lens` tokens, as the in-memory index computes them."
+    from bm25s.scoring import _select_tfc_scorer
+    tfc = _select_tfc_scorer('robertson')(tf_array=tfs.astype(np.float64), l_d=lens, l_avg=avgdl, k1=k1, b=b)
+    return idf[terms] * tfc * scale[terms]
+
+# %% ../nbs/30_index.ipynb #ce3d02d4
+def _scatter(folder:Path, rows:np.ndarray, terms:np.ndarray, scores:np.ndarray, free:np.ndarray):
+    "Write `scores` and `rows` of the pairs into their columns' next free slots `free` (updated in place)."
+    order = np.argsort(terms, kind='stable'); t = terms[order]
+    counts = np.bincount(t, minlength=len(free))
+    slot = free[t] + np.arange(len(t)) - (np.cumsum(counts) - counts)[t]
+    data = np.load(folder/'data.csc.index.npy', mmap_mode='r+'); data[slot] = scores[order]; data.flush()
+    ind = np.load(folder/'indices.csc.index.npy', mmap_mode='r+'); ind[slot] = rows[order]; ind.flush()
+    free += counts
+
+# %% ../nbs/30_index.ipynb #33691727
+def _bm25_files(folder:Path, vocab:dict, df:np.ndarray, n:int):
+    "Empty bm25s matrix files for `df`, its vocabulary and parameters; the column starts."
+    import bm25s
+    indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64); np.save(folder/'indptr.csc.index.npy', indptr)
+    np.lib.format.open_memmap(folder/'data.csc.index.npy', 'w+', np.float64, (int(indptr[-1]),)).flush()
+    np.lib.format.open_memmap(folder/'indices.csc.index.npy', 'w+', np.int32, (int(indptr[-1]),)).flush()
+    (folder/'vocab.index.json').write_text(json.dumps(vocab, ensure_ascii=False), encoding='utf-8')
+    r = bm25s.BM25(k1=BM25_PARAMS['k1'], b=BM25_PARAMS['b'], method='robertson', idf_method='lucene', dtype='float64')
+    p = dict(k1=r.k1, b=r.b, delta=r.delta, method=r.method, idf_method=r.idf_method, dtype=r.dtype,
+             int_dtype=r.int_dtype, num_docs=n, version=bm25s.__version__, backend=r.backend)
+    (folder/'params.index.json').write_text(json.dumps(p, indent=1))
+    return indptr
+
+# %% ../nbs/30_index.ipynb #44334570
+def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool, chunk:int=1 << 22) -> dict:
+    "Write a bm25s index of the streamed `texts` into `folder`, memory-mapped throughout; the settings it used."
+    k1, b, eps = BM25_PARAMS.values()
+    post = _Postings(folder)
+    for t in texts: post.add(t)
+    a = post.close(); n = len(a['lens'])
+    if not len(a['terms']): raise ValueError("no passage holds a word: nothing to index")
+    idf, scale = _term_weights(post.df, n, k1, eps)
+    free, ends = _bm25_files(folder, post.vocab, post.df, n)[:-1].copy(), np.cumsum(a['uniq'], dtype=np.int64)
+    avgdl, d0 = np.asarray(a['lens']).mean(), 0
+    while d0 < n:
+        d1 = max(d0 + 1, int(np.searchsorted(ends, (ends[d0 - 1] if d0 else 0) + chunk, 'right')))
+        p0, p1 = (ends[d0 - 1] if d0 else 0), ends[d1 - 1]
+        rows = np.repeat(np.arange(d0, d1, dtype=np.int32), a['uniq'][d0:d1])
+        terms = np.asarray(a['terms'][p0:p1])
+        s = _pair_scores(terms, a['tfs'][p0:p1], np.asarray(a['lens'])[rows], idf, scale, avgdl, k1, b)
+        _scatter(folder, rows, terms, s, free); d0 = d1
+    del a
+    for nm in _Postings.names: (folder/f'{nm}.tmp').unlink()
+    return dict(BM25_PARAMS, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi', engine='bm25s')
+
+# %% ../nbs/30_index.ipynb #00d00a07
+class BM25Searcher:
+    "Searches the memory-mapped bm25s matrix of an index folder."
+    def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
+        import bm25s
+        self.engine, self.n = bm25s.BM25.load(folder, mmap=True), manifest['corpus']['documents']
+    def scores(self, query:str) -> np.ndarray:
+        ids = self.engine.get_tokens_ids(tokenize(query))
+        return self.engine.get_scores_from_ids(ids) if ids else np.zeros(self.n)
+    def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
+        return [top_k(self.scores(q), k) for q in queries]
+
+# %% ../nbs/30_index.ipynb #6ca8114e
+INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher)
