@@ -4,7 +4,7 @@
 
 # %% ../nbs/25_cli.ipynb #b96b1a44
 from __future__ import annotations
-import sys, time, warnings
+import json, sys, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from fastcore.meta import delegates
@@ -14,11 +14,12 @@ from .bench import evaluate_files, format_table, metrics_report, missing_note, r
 from .ceiling import ceiling_summary
 from .chunk_eval import chunking_report, evaluate_chunkers
 from .eval_set import build_eval_set, eval_set_report
+from .index import build_index, search_index
 from .judge import LLMError, make_judge
 from .methods import BuildOptions
 
 # %% auto #0
-__all__ = ['COMMANDS', 'run', 'ceiling', 'search', 'eval_cmd', 'build_eval_set_cmd', 'chunking', 'main']
+__all__ = ['COMMANDS', 'run', 'ceiling', 'search', 'index', 'eval_cmd', 'build_eval_set_cmd', 'chunking', 'main']
 
 # %% ../nbs/25_cli.ipynb #a42b0b17
 def _options(model:str=None,         # single_vector and maxsim model: hub id, folder or 'bundled' (default: bge-small)
@@ -59,22 +60,41 @@ def ceiling(*,
 @delegates(_options)
 def search(*,
            corpus:str=None,    # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
+           index:str=None,     # an index folder (`fastbook-bench index`), searched instead of a corpus
            queries:str=None,   # queries file (default: the folder's)
-           method:str='bm25',  # a method, as in `run`, or a fusion such as rrf:bm25+maxsim
+           method:str=None,    # a method, as in `run`, or a fusion such as rrf:bm25+maxsim (default: bm25; the index's)
            k:int=10,           # passages per query
            out:str='run.trec', # file to write
            format:str='trec',  # 'trec' (a run file) or 'poleval' (a submission: k ids per question)
            qrels:str=None,     # judgements to score the run with (default: the folder's, if any)
            split:str='test',   # which judgements of a BEIR folder
            **kwargs):
-    "Search a corpus with one of the package's methods; write a TREC run or a PolEval submission."
-    if corpus is None: raise ValueError("--corpus is required")
+    "Search a corpus with one of the package's methods, or an index; write a TREC run or a PolEval submission."
+    if (corpus is None) == (index is None): raise ValueError("give --corpus or --index, not both")
+    if index is not None and queries is None: raise ValueError("--queries is required with --index")
     t0, o = time.perf_counter(), _options(bm25_backend='bm25s', **kwargs)
-    r = search_dataset(corpus, queries=queries, method=method, k=k, out=out, format=format, qrels=qrels,
-                       split=split, options=o)
+    if index is not None:
+        r = search_index(index, queries=queries, k=k, out=out, format=format, qrels=qrels, method=method, options=o)
+    else: r = search_dataset(corpus, queries=queries, method=method or 'bm25', k=k, out=out, format=format,
+                             qrels=qrels, split=split, options=o)
+    method = r.get('method', method or 'bm25')
     print(f"Searched {r['n_queries']} queries over {r['n_documents']} documents with {method} "
           f"in {time.perf_counter() - t0:.2f} s; wrote {out}")
     if r['scored'] is not None: print(metrics_report(r['scored']))
+
+# %% ../nbs/25_cli.ipynb #284403be
+@delegates(_options)
+def index(*,
+          corpus:str=None,   # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL {"id", "text"}) or a folder
+          method:str='bm25', # bm25, fts5, or another kind of `fastbook_bench.index.INDEX_KINDS`
+          out:str=None,      # the index folder to write
+          **kwargs):
+    "Build a persistent index of a corpus, to search with `search --index`."
+    if corpus is None or out is None: raise ValueError("--corpus and --out are required")
+    t0, o = time.perf_counter(), _options(**kwargs)
+    folder = build_index(corpus, out, method=method, options=o, progress=o.progress)
+    n = json.loads((folder/'manifest.json').read_text())['corpus']['documents']
+    print(f"Indexed {n} documents with {method} in {time.perf_counter() - t0:.2f} s; wrote {out}")
 
 # %% ../nbs/25_cli.ipynb #965c0766
 def eval_cmd(*,
@@ -163,8 +183,8 @@ def chunking(*,
     print(f"\nWrote the tables to {out} in {time.perf_counter() - t0:.2f} s")
 
 # %% ../nbs/25_cli.ipynb #b2de5b8e
-COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'build-eval-set': build_eval_set_cmd,
-            'chunking': chunking}
+COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'index': index,
+            'build-eval-set': build_eval_set_cmd, 'chunking': chunking}
 
 # %% ../nbs/25_cli.ipynb #6d1e937e
 def _parser(cmd:str):

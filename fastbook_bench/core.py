@@ -53,7 +53,7 @@ def atomic_dir(dest:str|Path, # the folder to (re)build
     try:
         build(tmp)
         os.chmod(tmp, 0o755)
-        for p in tmp.iterdir(): os.chmod(p, 0o644)
+        for p in tmp.iterdir(): os.chmod(p, 0o755 if p.is_dir() else 0o644)
         if dest.exists(): old = dest.rename(tmp.with_name(tmp.name + '-old'))
         tmp.rename(dest)
     finally:

@@ -11,8 +11,8 @@ from typing import Iterator
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset', 'write_qrels',
-           'write_dataset', 'dataset_files', 'load_dataset']
+__all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'iter_corpus', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset',
+           'write_qrels', 'write_dataset', 'dataset_files', 'load_dataset']
 
 # %% ../nbs/19_datasets.ipynb #caf55795
 class FormatError(ValueError):
@@ -69,12 +69,18 @@ def _records(path:str|Path, kind:str) -> Iterator[tuple[str, dict]]:
         seen[i] = n
         yield i, o
 
+# %% ../nbs/19_datasets.ipynb #7a6693ee
+def iter_corpus(path:str|Path # BEIR corpus.jsonl or PolEval passages.jl (optionally .gz)
+               ) -> Iterator[tuple[str, str]]:
+    "(doc id, text) of each record, streamed; a non-empty title is joined before the text with a space."
+    for i, o in _records(path, 'document'):
+        yield i, f"{o['title']} {o['text']}" if isinstance(o.get('title'), str) and o['title'].strip() else o['text']
+
 # %% ../nbs/19_datasets.ipynb #d68ba2ee
 def read_corpus(path:str|Path # BEIR corpus.jsonl or PolEval passages.jl (optionally .gz)
                ) -> dict[str, str]:
     "Doc id -> text, a non-empty title joined before the text with a space."
-    return {i: f"{o['title']} {o['text']}" if isinstance(o.get('title'), str) and o['title'].strip() else o['text']
-            for i, o in _records(path, 'document')}
+    return dict(iter_corpus(path))
 
 # %% ../nbs/19_datasets.ipynb #e89554ce
 def read_queries(path:str|Path # BEIR queries.jsonl or PolEval questions.jl (optionally .gz)

@@ -4,9 +4,9 @@
 
 # %% ../nbs/06_fts.ipynb #7bed4075
 from __future__ import annotations
-import os, re, sqlite3, tempfile
+import math, os, re, sqlite3, tempfile
 from collections import Counter
-from itertools import islice
+from itertools import islice, repeat
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import numpy as np
@@ -15,7 +15,8 @@ from .core import fingerprint
 from .retriever import Retriever, check_search
 
 # %% auto #0
-__all__ = ['BM25_BACKENDS', 'fts_query', 'FTS5Retriever', 'tokenize', 'okapi_idf', 'BM25Retriever', 'tokenize_identifiers']
+__all__ = ['BM25_BACKENDS', 'fts_query', 'FTS5Retriever', 'fts5_fill', 'fts5_search', 'tokenize', 'okapi_idf_df', 'okapi_idf',
+           'okapi_scale', 'BM25Retriever', 'tokenize_identifiers']
 
 # %% ../nbs/06_fts.ipynb #2c75d56e
 def fts_query(text:str # any user string
@@ -37,14 +38,27 @@ class FTS5Retriever(Retriever):
         if len(self.labels) != len(self): raise ValueError(f"{len(self.labels)} labels for {len(self)} passages")
         self.con = self._connect(None if path is None else Path(path), fingerprint(self.passages, self.labels))
 
+# %% ../nbs/06_fts.ipynb #26232b10
+def fts5_fill(con:sqlite3.Connection, # an open database without a `passages` table
+              texts:Iterable[str],    # the passages, streamed in order
+              labels:Iterable[str]|None=None # a label per passage (default: empty ones)
+             ) -> int:
+    "Create the FTS5 table `passages` in `con` and load `texts` (rowid = index + 1); returns how many."
+    con.execute("CREATE VIRTUAL TABLE passages USING fts5(label, text)")
+    n = 0
+    def rows():
+        nonlocal n
+        for n, (l, p) in enumerate(zip(repeat('') if labels is None else labels, texts), 1):
+            yield n, l, p.replace('\x00', ' ')
+    con.executemany("INSERT INTO passages(rowid, label, text) VALUES (?, ?, ?)", rows())
+    return n
+
 # %% ../nbs/06_fts.ipynb #c5d5f932
 @patch_to(FTS5Retriever)
 def _build(self, db:str, key:str) -> sqlite3.Connection:
     "Create the FTS5 table in `db` and load the passages (rowid = index + 1)."
     con = sqlite3.connect(db)
-    con.execute("CREATE VIRTUAL TABLE passages USING fts5(label, text)")
-    con.executemany("INSERT INTO passages(rowid, label, text) VALUES (?, ?, ?)",
-                    ((i + 1, l, p.replace('\x00', ' ')) for i, (l, p) in enumerate(zip(self.labels, self.passages))))
+    fts5_fill(con, self.passages, self.labels)
     con.execute("CREATE TABLE meta(key TEXT)"); con.execute("INSERT INTO meta VALUES (?)", (key,))
     con.commit()
     return con
@@ -73,14 +87,17 @@ def _connect(self, path:Path|None, key:str) -> sqlite3.Connection:
     return sqlite3.connect(path)
 
 # %% ../nbs/06_fts.ipynb #e797eb69
-@patch_to(FTS5Retriever)
-def _search_one(self, query:str, k:int, subset:Sequence[int]|None) -> list[tuple[int, float]]:
+def fts5_search(con:sqlite3.Connection, # a database filled by `fts5_fill`
+                query:str,              # any string
+                k:int,                  # matches to return
+                subset:Sequence[int]|None=None # allowed passage indices (None: all)
+               ) -> list[tuple[int, float]]:
     "The best `k` `(passage index, -bm25)` matches of `query` within `subset`."
     if not (m := fts_query(query)): return []
     sql = "SELECT rowid - 1, -rank FROM passages WHERE passages MATCH ? ORDER BY rank"
-    if subset is None: return [(int(i), float(s)) for i, s in self.con.execute(sql + " LIMIT ?", (m, int(k)))]
+    if subset is None: return [(int(i), float(s)) for i, s in con.execute(sql + " LIMIT ?", (m, int(k)))]
     allowed = set(map(int, subset))
-    return list(islice(((int(i), float(s)) for i, s in self.con.execute(sql, (m,)) if i in allowed), k))
+    return list(islice(((int(i), float(s)) for i, s in con.execute(sql, (m,)) if i in allowed), k))
 
 # %% ../nbs/06_fts.ipynb #83d1961b
 @patch_to(FTS5Retriever)
@@ -90,7 +107,7 @@ def search(self, queries:Sequence[str], # any strings
           ) -> list[list[tuple[int, float]]]:
     "The best `k` `(passage index, -bm25)` pairs for each query; passages matching no term are left out."
     queries, subsets = check_search(self, queries, k, subsets)
-    return [self._search_one(q, k, sub) for q, sub in zip(queries, subsets)]
+    return [fts5_search(self.con, q, k, sub) for q, sub in zip(queries, subsets)]
 
 # %% ../nbs/06_fts.ipynb #d835895f
 _WORD = re.compile(r'\w+')
@@ -101,15 +118,22 @@ def tokenize(text:str # any string
     "Lower-cased `\\w+` tokens."
     return _WORD.findall(text.lower())
 
+# %% ../nbs/06_fts.ipynb #a0a438df
+def okapi_idf_df(df:dict,             # term -> number of passages holding it
+                 n:int,               # number of passages
+                 epsilon:float=0.25   # negative IDFs become epsilon × the mean IDF
+                ) -> dict:
+    "BM25Okapi's IDF per term from document frequencies: log((N - n + 0.5) / (n + 0.5)), floored as `okapi_idf`."
+    idf = {t: float(np.log(n - f + 0.5) - np.log(f + 0.5)) for t, f in df.items()}
+    floor = epsilon * math.fsum(idf.values()) / max(len(idf), 1)  # fsum: exact, whatever the order of the terms
+    return {t: (floor if v < 0 else v) for t, v in idf.items()}
+
 # %% ../nbs/06_fts.ipynb #bbdf7bd6
 def okapi_idf(docs:list[list[str]], # tokenised passages
               epsilon:float=0.25     # negative IDFs become epsilon × the mean IDF
              ) -> dict[str, float]:
     "BM25Okapi's IDF per term: log((N - n + 0.5) / (n + 0.5)), negatives floored at `epsilon` × the mean."
-    df, n = Counter(t for d in docs for t in set(d)), len(docs)
-    idf = {t: float(np.log(n - f + 0.5) - np.log(f + 0.5)) for t, f in df.items()}
-    floor = epsilon * sum(idf.values()) / max(len(idf), 1)
-    return {t: (floor if v < 0 else v) for t, v in idf.items()}
+    return okapi_idf_df(Counter(t for d in docs for t in set(d)), len(docs), epsilon)
 
 # %% ../nbs/06_fts.ipynb #64381d7e
 BM25_BACKENDS = ('rank_bm25', 'bm25s')
@@ -119,6 +143,15 @@ def _rank_bm25_index(docs, k1, b, epsilon):
     "A rank-bm25 BM25Okapi index of tokenised `docs`."
     from rank_bm25 import BM25Okapi
     return BM25Okapi(docs, k1=k1, b=b, epsilon=epsilon)
+
+# %% ../nbs/06_fts.ipynb #2cf4e267
+def okapi_scale(idf:float, # the term's BM25Okapi IDF
+                nt:int,    # passages holding the term
+                n:int,     # passages
+                k1:float   # term-frequency saturation
+               ) -> float:
+    "The factor that turns bm25s's Lucene-IDF `robertson` scores of a term into BM25Okapi's."
+    return (k1 + 1) * idf / np.log(1 + (n - nt + 0.5) / (nt + 0.5))
 
 # %% ../nbs/06_fts.ipynb #202caae1
 def _bm25s_index(docs, k1, b, epsilon):
@@ -130,8 +163,7 @@ def _bm25s_index(docs, k1, b, epsilon):
     data, ptr = r.scores['data'], r.scores['indptr']
     for t, j in r.vocab_dict.items():
         if t in idf and ptr[j + 1] > ptr[j]:  # lucene idf = log(1 + (N - n + .5)/(n + .5)) > 0, so the ratio is safe
-            nt = int(ptr[j + 1] - ptr[j])
-            data[ptr[j]:ptr[j + 1]] *= (k1 + 1) * idf[t] / np.log(1 + (n - nt + 0.5) / (nt + 0.5))
+            data[ptr[j]:ptr[j + 1]] *= okapi_scale(idf[t], int(ptr[j + 1] - ptr[j]), n, k1)
     return r
 
 # %% ../nbs/06_fts.ipynb #8c94e834
