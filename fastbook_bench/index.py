@@ -36,7 +36,7 @@ class IndexKind:
 
 INDEX_KINDS:dict[str, IndexKind] = {}  # method name -> IndexKind; modules add theirs
 INDEX_MODULES = {'bm25': 'fastbook_bench.bm25_index',        # the module that adds a kind, imported when first asked
-                 'single_vector': 'fastbook_bench.shards', 'maxsim': 'fastbook_bench.shards'}
+                 'single_vector': 'fastbook_bench.vector_index'}
 
 # %% ../nbs/30_index.ipynb #97e21046
 def file_sha256(path:str|Path # any file
