@@ -70,15 +70,24 @@ def _check_shard(folder:Path, shard:dict, texts:list[str], start:int):
                          "of this corpus; the corpus changed since encoding began (use another folder)")
 
 # %% ../nbs/31_shards.ipynb #9ab69641
-def encode_shards(texts:Iterable[str],           # the passages, in row order (a stream is fine)
-                  folder:str|Path,               # where the shards go (created; resumed if begun)
-                  encode:Callable[[list[str]], np.ndarray], # texts -> one row vector each
-                  *, settings:dict|None=None,    # what names the encoder (compared on resume)
-                  shard_size:int=16384,          # rows per shard: the most work a kill can lose
-                  total:int|None=None,           # number of texts, for the time left (None: unknown)
-                  progress:bool=True             # show a progress bar with passages/s
+def _finish(folder:Path, listing:dict, rows:int) -> dict:
+    "Mark the listing complete at `rows` rows, unless it lists shards beyond them."
+    if listing['shards'] and listing['shards'][-1]['stop'] > rows:
+        raise ValueError(f"{folder}: holds shards beyond row {rows}; the corpus changed since encoding began")
+    listing.update(complete=True, rows=rows)
+    atomic_write(folder/LISTING, json.dumps(listing, indent=1))
+    return listing
+
+# %% ../nbs/31_shards.ipynb #60e66440
+def encode_shards(texts:Iterable[str],        # the passages in row order (a stream is fine)
+                  folder:str|Path,            # the shard folder (created, or resumed)
+                  encode:Callable[[list[str]], np.ndarray], # texts -> one vector each
+                  *, settings:dict|None=None, # names the encoder (checked on resume)
+                  shard_size:int=16384,       # rows per shard: the most a kill loses
+                  total:int|None=None,        # number of texts, for the time left
+                  progress:bool=True          # progress bar with passages/s
                  ) -> dict:
-    "Encode `texts` into shards in `folder`, skipping the shards a previous run finished; the final listing."
+    "Encode `texts` into shards in `folder`, skipping those a previous run finished; the final listing."
     folder = Path(folder); listing = _listing(folder, settings or {}, shard_size)
     done, start = list(listing['shards']), 0
     folder.mkdir(parents=True, exist_ok=True)
@@ -87,11 +96,7 @@ def encode_shards(texts:Iterable[str],           # the passages, in row order (a
             if i < len(done): _check_shard(folder, done[i], batch, start)
             else: bar.update(_write_shard(folder, encode, batch, start, listing))
             start += len(batch)
-    if len(listing['shards']) > math.ceil(start / shard_size):
-        raise ValueError(f"{folder}: holds shards beyond row {start}; the corpus changed since encoding began")
-    listing.update(complete=True, rows=start)
-    atomic_write(folder/LISTING, json.dumps(listing, indent=1))
-    return listing
+    return _finish(folder, listing, start)
 
 # %% ../nbs/31_shards.ipynb #f4cd357d
 def iter_shards(folder:str|Path # a finished shard folder
