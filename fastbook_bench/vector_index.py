@@ -42,7 +42,8 @@ class VectorSearcher:
     "Exact search over the vector shards of a single_vector index folder, with the model it was built with."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
         built = manifest['settings']
-        with offline(options.offline): self.encode, now = sentence_encoder(built['model'], batch_size=built['batch_size'])
+        with offline(options.offline):
+            self.encode, now = sentence_encoder(built['model'], batch_size=built['batch_size'])
         if now['weights'] != built['weights']:
             raise ValueError(f"{folder} was encoded by {built['model']!r} with weights {built['weights'][:12]}; "
                              f"the model loaded now, {now['model']!r}, has weights {now['weights'][:12]}")
