@@ -186,8 +186,9 @@ def shard_rows(folder:str|Path, # a finished shard folder
               ) -> np.ndarray:
     "The vectors of `rows`, read from the memory-mapped shards of `folder`."
     shards = list(iter_shards(folder)); starts = np.array([s for s, _ in shards])
-    which = np.searchsorted(starts, rows, side='right') - 1
-    return np.stack([shards[w][1][r - starts[w]] for w, r in zip(which, rows)])
+    which, out = np.searchsorted(starts, rows, 'right') - 1, np.empty((len(rows), shards[0][1].shape[1]), SHARD_DTYPE)
+    for w in np.unique(which): out[which == w] = shards[w][1][rows[which == w] - starts[w]]
+    return out
 
 # %% ../nbs/31_shards.ipynb #19c79037
 def faiss_search(folder:str|Path,    # a shard folder with a `faiss.index`
@@ -204,8 +205,9 @@ def faiss_search(folder:str|Path,    # a shard folder with a `faiss.index`
     d, i = ix.search(np.ascontiguousarray(queries, dtype=np.float32), k * max(rerank, 1))
     if not rerank: return [[(int(j), float(s)) for j, s in zip(rj, rs) if j >= 0] for rj, rs in zip(i, d)]
     short = [np.sort(rj[rj >= 0]) for rj in i]  # sorted: a tie goes to the lower row
-    return [[(int(rows[j]), s) for j, s in top_k(shard_scores(q[None], shard_rows(folder, rows))[0], k)]
-            for q, rows in zip(queries, short)]
+    rows = np.unique(np.concatenate(short)); vecs = shard_rows(folder, rows)  # read once for all queries
+    return [[(int(r[j]), s) for j, s in top_k(shard_scores(q[None], vecs[np.searchsorted(rows, r)])[0], k)]
+            for q, r in zip(queries, short)]
 
 # %% ../nbs/31_shards.ipynb #46604469
 def recall_at_k(exact:list[list[tuple[int, float]]], # exact rankings, one list per query

@@ -1,0 +1,103 @@
+"""Dense search at MS MARCO size on disk: vector shards (`fastbook_bench.shards`), exact search streamed over them, and
+the faiss IVF-PQ option with its recall@10 against exact, on seeded synthetic vectors (encoding 8.8M passages is not
+possible on a CPU; the vectors stand in for MiniLM's: 384 dimensions, unit length, clustered).
+
+Each step runs in its own process, so its peak memory (ru_maxrss) is its own:
+- shards: `encode_shards` over the row numbers with an "encoder" that draws each row's vector from a seeded generator
+  (points around --clusters random centres, normalised): seconds, rows/s, peak RSS, size on disk;
+- exact: `search_shards` for --queries query vectors (noisy copies of random rows) at k = 10: queries/s, peak RSS;
+  its rankings are kept (exact.json) for the recall of the next steps;
+- faiss: `faiss_index` (default recipe `default_factory`, or --factory): seconds, peak RSS, index size;
+- faiss_search: `faiss_search` with the exact rerank (--rerank) and without: queries/s, peak RSS, recall@10.
+Usage: python benchmarks/dense_scale.py [--vectors 8841823] [--out DIR] [--queries 1000] [--nprobe 16]
+       python benchmarks/dense_scale.py STEP --dir DIR [...]          (one step; prints its JSON)
+Quick: python benchmarks/dense_scale.py --vectors 20000
+Without --out, everything goes to a new temporary folder, removed at the end.
+"""
+import argparse, json, os, resource, shutil, subprocess, sys, tempfile, time
+from pathlib import Path
+import numpy as np
+
+def peak_mb() -> float:
+    "Peak resident memory of this process so far, in MB."
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+def centres(a) -> np.ndarray:
+    "The seeded cluster centres."
+    return np.random.default_rng(a.seed).standard_normal((a.clusters, a.dim), dtype=np.float32)
+
+def rows_vectors(rows:np.ndarray, c:np.ndarray, a) -> np.ndarray:
+    "The synthetic unit vectors of `rows`: each row's own generator, so any block of rows gives the same vectors."
+    out = np.empty((len(rows), a.dim), np.float32)
+    for j, r in enumerate(rows):
+        g = np.random.default_rng([a.seed, int(r)])
+        out[j] = c[g.integers(len(c))] + a.noise * g.standard_normal(a.dim, dtype=np.float32)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+def query_vectors(a) -> np.ndarray:
+    "--queries noisy copies of random rows."
+    g = np.random.default_rng(a.seed + 1)
+    q = rows_vectors(g.choice(a.vectors, a.queries, replace=False), centres(a), a)
+    q += 0.1 * g.standard_normal(q.shape, dtype=np.float32)
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+def step_shards(a) -> dict:
+    from fastbook_bench.shards import encode_shards
+    c, t = centres(a), time.perf_counter()
+    encode = lambda texts: rows_vectors(np.array(texts, dtype=np.int64), c, a)
+    encode_shards(map(str, range(a.vectors)), Path(a.dir)/'vectors', encode, settings=dict(synthetic=a.seed),
+                  shard_size=a.shard_size, total=a.vectors, progress=False)
+    s = time.perf_counter() - t
+    size = sum(p.stat().st_size for p in (Path(a.dir)/'vectors').iterdir())
+    return dict(step='shards', vectors=a.vectors, seconds=round(s, 1), rows_per_s=round(a.vectors / s),
+                peak_rss_mb=round(peak_mb()), disk_gb=round(size / 1e9, 3))
+
+def step_exact(a) -> dict:
+    from fastbook_bench.shards import search_shards
+    q = query_vectors(a); t = time.perf_counter()
+    res = search_shards(Path(a.dir)/'vectors', q, 10)
+    s = time.perf_counter() - t
+    (Path(a.dir)/'exact.json').write_text(json.dumps(res))
+    return dict(step='exact', queries=len(q), seconds=round(s, 2), queries_per_s=round(len(q) / s, 1),
+                peak_rss_mb=round(peak_mb()))
+
+def step_faiss(a) -> dict:
+    from fastbook_bench.shards import faiss_index
+    t = time.perf_counter(); fn = faiss_index(Path(a.dir)/'vectors', factory=a.factory)
+    return dict(step='faiss', factory=a.factory or 'default', seconds=round(time.perf_counter() - t, 1),
+                peak_rss_mb=round(peak_mb()), index_mb=round(fn.stat().st_size / 1e6, 1))
+
+def step_faiss_search(a) -> dict:
+    from fastbook_bench.shards import faiss_search, recall_at_k
+    q, exact = query_vectors(a), json.loads((Path(a.dir)/'exact.json').read_text())
+    out = dict(step='faiss_search', nprobe=a.nprobe)
+    for rerank in (0, a.rerank):
+        t = time.perf_counter(); res = faiss_search(Path(a.dir)/'vectors', q, 10, nprobe=a.nprobe, rerank=rerank)
+        s = time.perf_counter() - t
+        out[f'rerank{rerank}'] = dict(queries_per_s=round(len(q) / s, 1), recall_at_10=round(recall_at_k(exact, res), 4))
+    return dict(out, peak_rss_mb=round(peak_mb()))
+
+STEPS = dict(shards=step_shards, exact=step_exact, faiss=step_faiss, faiss_search=step_faiss_search)
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('step', nargs='?', choices=list(STEPS))
+    p.add_argument('--dir'); p.add_argument('--out')
+    p.add_argument('--vectors', type=int, default=8_841_823); p.add_argument('--dim', type=int, default=384)
+    p.add_argument('--clusters', type=int, default=1000); p.add_argument('--noise', type=float, default=0.5)
+    p.add_argument('--queries', type=int, default=1000); p.add_argument('--shard-size', type=int, default=16384)
+    p.add_argument('--factory'); p.add_argument('--nprobe', type=int, default=16)
+    p.add_argument('--rerank', type=int, default=10); p.add_argument('--seed', type=int, default=0)
+    a = p.parse_args()
+    if a.step: print(json.dumps(STEPS[a.step](a))); return
+    d = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix='dense_scale.'))
+    args = [f'--{k.replace("_", "-")}={v}' for k, v in vars(a).items() if k not in ('step', 'dir', 'out') and v is not None]
+    try:
+        for step in STEPS:
+            r = subprocess.run([sys.executable, __file__, step, '--dir', str(d), *args], capture_output=True, text=True)
+            if r.returncode: sys.exit(f"{step} failed:\n{r.stderr[-3000:]}")
+            print(r.stdout.strip().splitlines()[-1], flush=True)
+    finally:
+        if not a.out: shutil.rmtree(d, ignore_errors=True)
+
+if __name__ == '__main__': main()
