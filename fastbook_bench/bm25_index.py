@@ -31,9 +31,9 @@ class _Postings:
         self.files = {n: open(folder/f'{n}.tmp', 'wb') for n in self.names}
         self.buf = {n: array('i') for n in self.names}
     def add(self, text:str):
-        toks = tokenize(text)
-        c = Counter(self.vocab.setdefault(t, len(self.vocab)) for t in toks)
-        b = self.buf; b['terms'].extend(c); b['tfs'].extend(c.values())
+        toks = tokenize(text); c = Counter(toks)  # counted as strings, in C; then each distinct word gets its id
+        b, v = self.buf, self.vocab
+        b['terms'].extend([v.setdefault(t, len(v)) for t in c]); b['tfs'].extend(c.values())
         b['uniq'].append(len(c)); b['lens'].append(len(toks))
         if len(b['lens']) >= self.batch: self.flush()
 
