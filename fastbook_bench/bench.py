@@ -187,23 +187,24 @@ def missing_note(scored:dict # as returned by `score_run`
     return f"{len(m)} of {scored['judged']} judged queries are not in the run (first: {m[0]!r}); {fate}"
 
 # %% ../nbs/24_bench.ipynb #e9bd0c2c
-def evaluate_files(qrels:str|Path,        # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or TREC qrels
+def evaluate_files(qrels:str|Path,        # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, TREC
                    run:str|Path,          # a TREC run file, or a PolEval submission (then give `queries`)
                    *,
                    metrics:str|Sequence[str]=DEFAULT_METRICS, # NAME@K names, NAME in ndcg, mrr, recall, map, p, hit
-                   queries:str|Path|None=None, # the questions file a PolEval submission answers, line by line
+                   queries:str|Path|None=None, # the questions file a PolEval submission answers (questions.jl, in.tsv)
                    complete:bool=False,   # average over all judged queries, absent ones counting 0 (trec_eval -c)
-                   ignore_identical_ids:bool=False # drop a retrieved document whose id is the query id
+                   ignore_identical_ids:bool=False, # drop a retrieved document whose id is the query id
+                   duplicates:str='error' # an id twice on a submission's line: 'error' or 'first' (as PolEval 2022)
                   ) -> dict:
     "The standard metrics of a run file, as trec_eval computes them (see `score_run`)."
     names, judged = _metric_names(metrics), read_qrels(qrels)
-    r = _read_run(run, queries)
+    r = _read_run(run, queries, duplicates)
     return score_run(judged, r, names, complete=complete, ignore_identical_ids=ignore_identical_ids)
 
 # %% ../nbs/24_bench.ipynb #5f83b948
-def _read_run(run, queries) -> dict:
+def _read_run(run, queries, duplicates:str='error') -> dict:
     "A TREC run, or a PolEval submission when `queries` names its questions file (with a hint when it lacks them)."
-    if queries: return read_poleval(run, list(read_queries(queries)))
+    if queries: return read_poleval(run, list(read_queries(queries)), duplicates=duplicates)
     try: return read_run(run)
     except FormatError as e:
         first = next((l.split() for _, l in iter_lines(run) if l.strip()), [])

@@ -98,17 +98,18 @@ def index(*,
 
 # %% ../nbs/25_cli.ipynb #965c0766
 def eval_cmd(*,
-             qrels:str=None,   # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv, TREC qrels or relevance.json
+             qrels:str=None,   # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, TREC, .json
              run:str=None,     # a TREC run file, or a PolEval submission (then give --queries)
              metrics:str='ndcg@10,mrr@10,recall@10,map@10,p@10,hit@10', # NAME@K: ndcg, mrr, recall, map, p, hit
-             queries:str=None, # the questions file a PolEval submission answers, line by line
+             queries:str=None, # the questions file a PolEval submission answers, line by line (questions.jl, in.tsv)
              complete:bool=False, # average over all judged queries, absent ones counting 0 (trec_eval -c)
              ignore_identical_ids:bool=False, # drop a retrieved document whose id is the query id
-             per_query:bool=False): # also print each query's metrics
+             per_query:bool=False, # also print each query's metrics
+             duplicates:str='error'): # an id twice on a submission's line: error, or first (as PolEval 2022 scores)
     "Print the standard metrics of a run, as trec_eval computes them."
     if not (qrels and run): raise ValueError("--qrels and --run are required")
     s = evaluate_files(qrels, run, metrics=metrics, queries=queries, complete=complete,
-                       ignore_identical_ids=ignore_identical_ids)
+                       ignore_identical_ids=ignore_identical_ids, duplicates=duplicates)
     if note := missing_note(s): print(f"note: {note}", file=sys.stderr)
     print(metrics_report(s, per_query))
 

@@ -83,9 +83,10 @@ def read_corpus(path:str|Path # BEIR corpus.jsonl or PolEval passages.jl (option
     return dict(iter_corpus(path))
 
 # %% ../nbs/19_datasets.ipynb #e89554ce
-def read_queries(path:str|Path # BEIR queries.jsonl or PolEval questions.jl (optionally .gz)
+def read_queries(path:str|Path # BEIR queries.jsonl, PolEval questions.jl or in.tsv (optionally .gz)
                 ) -> dict[str, str]:
-    "Query id -> text, in the order of the file."
+    "Query id -> text, in the order of the file (a `.tsv` file is PolEval 2022's `in.tsv`, its ids line numbers)."
+    if str(path).lower().endswith(('.tsv', '.tsv.gz')): return _in_tsv(path)
     return {i: o['text'] for i, o in _records(path, 'query')}
 
 # %% ../nbs/19_datasets.ipynb #fba407b9
@@ -149,12 +150,13 @@ def _warn_unknown(path, unknown:list, what:str, consequence:str):
     if unknown: warnings.warn(f"{path}: {len(unknown)} {what} (first: {unknown[0]}); {consequence}", stacklevel=3)
 
 # %% ../nbs/19_datasets.ipynb #29eac4fd
-def read_qrels(path:str|Path,                  # BEIR qrels/<split>.tsv, PolEval pairs.tsv, TREC qrels or .json
-               corpus:dict|None=None           # the corpus, to warn about judged documents it lacks
+def read_qrels(path:str|Path,        # BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, TREC qrels or .json
+               corpus:dict|None=None # the corpus, to warn about judged documents it lacks
               ) -> dict[str, dict[str, int]]:
     "`{query id: {doc id: relevance}}` from a judgements file."
     is_json = str(path).lower().endswith(('.json', '.json.gz'))
-    qrels, where = (_json_qrels if is_json else _tsv_qrels)(path)
+    expected = Path(path).name.lower() in ('expected.tsv', 'expected.tsv.gz')
+    qrels, where = (_json_qrels if is_json else _expected_qrels if expected else _tsv_qrels)(path)
     if not qrels:
         raise FormatError(f"{path}: no judgements (the file is empty{'' if is_json else ' or a header only'})")
     unknown = [f'{d!r} {where[q, d]}' for q, ds in qrels.items() for d in ds if corpus is not None and d not in corpus]
@@ -241,3 +243,25 @@ def load_dataset(path:str|Path,   # a BEIR or PolEval folder
     _warn_unknown(jf, [repr(q) for q in qrels if q not in queries], "judged queries are not in the queries file",
                   "they are never searched, so the means leave them out (or count them as 0 with `complete=True`)")
     return Dataset(corpus, queries, qrels)
+
+# %% ../nbs/19_datasets.ipynb #67dd7c25
+def _in_tsv(path) -> dict[str, str]:
+    "Line number -> question of PolEval 2022's `in.tsv` (`set<TAB>text` per line)."
+    qs = {}
+    for n, line in iter_lines(path):
+        _, tab, text = line.partition('\t')
+        if not (tab and text.strip()):
+            raise FormatError(f"{path}, line {n}: expected set<TAB>question (PolEval 2022's in.tsv), got {line[:40]!r}")
+        qs[str(n)] = text.strip()
+    return qs
+
+# %% ../nbs/19_datasets.ipynb #033612ad
+def _expected_qrels(path) -> tuple[dict[str, dict[str, int]], dict]:
+    "The binary judgements of PolEval 2022's `expected.tsv` (line n: question n's relevant passages), and their lines."
+    qrels, where, empty = {}, {}, []
+    for n, line in iter_lines(path):
+        if not (ids := [d.strip() for d in line.split('\t') if d.strip()]): empty.append(f'line {n}'); continue
+        qrels[str(n)] = dict.fromkeys(ids, 1)
+        where.update({(str(n), d): f'on line {n}' for d in ids})
+    _warn_unknown(path, empty, "lines name no passage", "their questions are not judged and the means leave them out")
+    return qrels, where

@@ -84,10 +84,13 @@ def write_poleval(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
 
 # %% ../nbs/20_runs.ipynb #c7e57154
 def read_poleval(path:str|Path,            # a PolEval submission
-                 query_ids:Sequence[str]   # the questions of the input file, in order
+                 query_ids:Sequence[str],  # the questions of the input file, in order
+                 *,
+                 duplicates:str='error'    # an id twice on a line: 'error', or 'first' (keep its first place)
                 ) -> dict[str, dict[str, float]]:
     "`{query id: {doc id: score}}` from a PolEval submission; the passage at rank r of n scores n - r + 1."
     if isinstance(query_ids, str): raise TypeError("query_ids must be a list of question ids, not one string")
+    if duplicates not in ('error', 'first'): raise ValueError(f"duplicates={duplicates!r}: choose 'error' or 'first'")
     lines = [l for _, l in iter_lines(path)]
     if len(lines) != len(query_ids):
         raise FormatError(f"{path}: {len(lines)} lines for {len(query_ids)} questions; "
@@ -95,7 +98,10 @@ def read_poleval(path:str|Path,            # a PolEval submission
     run = {}
     for n, (q, line) in enumerate(zip(query_ids, lines), 1):
         ids = [d for d in line.split('\t') if d.strip()]
-        if len(set(ids)) < len(ids): raise FormatError(f"{path}, line {n}: a passage id appears twice")
+        if len(set(ids)) < len(ids) and duplicates == 'error':
+            raise FormatError(f"{path}, line {n}: a passage id appears twice "
+                              "(duplicates='first' keeps its first place, as PolEval 2022's scorer does)")
+        ids = list(dict.fromkeys(ids))
         run[q] = {d: float(len(ids) - r) for r, d in enumerate(ids)}
     return run
 

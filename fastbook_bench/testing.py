@@ -13,7 +13,7 @@ from fastcore.basics import patch_to
 from .core import atomic_dir, fingerprint
 
 # %% auto #0
-__all__ = ['tiny_collection', 'tiny_documents', 'tiny_bert', 'FakeChatServer', 'run_cli']
+__all__ = ['tiny_collection', 'tiny_challenge', 'tiny_documents', 'tiny_bert', 'FakeChatServer', 'run_cli']
 
 # %% ../nbs/01_testing.ipynb #e4c783dc
 def tiny_collection() -> dict:
@@ -22,6 +22,18 @@ def tiny_collection() -> dict:
                         'd4': 'stock markets fell', 'd5': 'the cat purrs'},
                 queries={'q1': 'cat', 'q2': 'dog barking', 'q3': 'bond prices'},
                 qrels={'q1': {'d1': 2, 'd3': 1, 'd5': 1, 'd2': 0}, 'q2': {'d2': 2, 'd3': 1}, 'q3': {'d6': 1}})
+
+# %% ../nbs/01_testing.ipynb #62827eb9
+def tiny_challenge(dest:str|Path # the folder to write into (created if need be)
+                  ) -> Path:
+    "`tiny_collection` as PolEval 2022's challenge layout: `passages.jl`, `dev-0/in.tsv`, `dev-0/expected.tsv`."
+    t, d = tiny_collection(), Path(dest)/'dev-0'
+    d.mkdir(parents=True, exist_ok=True)
+    passages = [json.dumps({'id': i, 'text': x}) + '\n' for i, x in t['corpus'].items()]
+    (d.parent/'passages.jl').write_text(''.join(passages))
+    (d/'in.tsv').write_text(''.join(f'tiny\t{x}\n' for x in t['queries'].values()))
+    (d/'expected.tsv').write_text('d1\td3\td5\td3\nd2\td3\nd4\n')
+    return Path(dest)
 
 # %% ../nbs/01_testing.ipynb #735045a1
 def tiny_documents() -> tuple[dict, list[dict]]:
