@@ -20,8 +20,8 @@ from .scoring import normalize_all, question_queries, score_retriever
 from .stats import summary_table
 
 # %% auto #0
-__all__ = ['keyword_queries', 'run_benchmark', 'write_results', 'format_table', 'score_run', 'metrics_report', 'missing_note',
-           'evaluate_files', 'search_dataset']
+__all__ = ['keyword_queries', 'run_benchmark', 'csv_text', 'write_results', 'format_table', 'score_run', 'metrics_report',
+           'missing_note', 'evaluate_files', 'search_dataset']
 
 # %% ../nbs/24_bench.ipynb #95d1c190
 def keyword_queries(questions:list[dict], # as returned by `load_benchmark`
@@ -119,7 +119,7 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
     return summary, per_q
 
 # %% ../nbs/24_bench.ipynb #e65ee668
-def _csv(rows:list[dict]) -> str:
+def csv_text(rows:list[dict]) -> str:
     "`rows` as CSV text."
     f = io.StringIO()
     w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [], lineterminator='\n')
@@ -133,8 +133,8 @@ def write_results(out:str|Path,           # folder to write into (created if nee
                  ) -> Path:
     "Write `summary.csv` and `per_question.csv` into `out`."
     out = Path(out)
-    atomic_write(out/'summary.csv', _csv(summary))
-    atomic_write(out/'per_question.csv', _csv(per_question))
+    atomic_write(out/'summary.csv', csv_text(summary))
+    atomic_write(out/'per_question.csv', csv_text(per_question))
     return out
 
 # %% ../nbs/24_bench.ipynb #39e0d3f9

@@ -4,7 +4,7 @@
 
 # %% ../nbs/29_chunk_eval.ipynb #33ce43c9
 from __future__ import annotations
-import csv, io
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -13,7 +13,7 @@ from .core import atomic_write
 from .chunking import Corpus
 from .chunkers import (chunk_documents, chunk_tokens, chunking_table, get_chunker, index_texts,
                                      match_chunk_size, mean_tokens)
-from .bench import format_table
+from .bench import csv_text, format_table
 from .methods import BuildOptions, parse_methods
 from .spans import (Collection, fastbook_collection, gold_spans, perfect_scores, question_rows,
                                   rank_chunks, read_collection, scoring_question)
@@ -158,14 +158,6 @@ def _check_options(chunkers, methods, budgets, chunk_size, k, out):
     if out is not None and Path(out).exists() and not Path(out).is_dir(): raise ValueError(f"--out {out} is a file")
     return chunkers, methods, budgets, size[0]
 
-# %% ../nbs/29_chunk_eval.ipynb #31a2ea7d
-def _csv_text(rows:list[dict]) -> str:
-    "`rows` as CSV text."
-    f = io.StringIO()
-    w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [], lineterminator='\n')
-    w.writeheader(); w.writerows(rows)
-    return f.getvalue()
-
 # %% ../nbs/29_chunk_eval.ipynb #dc13992d
 def plot_budget(summary:list[dict],  # `matrix_tables`' summary
                 metric:str='recall', # the column to plot
@@ -187,7 +179,7 @@ def plot_budget(summary:list[dict],  # `matrix_tables`' summary
 # %% ../nbs/29_chunk_eval.ipynb #5165c7b0
 def _write(out, tables:dict[str, list[dict]], plots:bool) -> list[Path]:
     "Write each table as `out/<name>.csv`, and the budget plots if asked."
-    files = [atomic_write(Path(out)/f'{n}.csv', _csv_text(t)) for n, t in tables.items()]
+    files = [atomic_write(Path(out)/f'{n}.csv', csv_text(t)) for n, t in tables.items()]
     if not plots: return files
     for m in dict.fromkeys(r['method'] for r in tables['summary']):
         for metric in MATRIX_METRICS:
