@@ -5,7 +5,8 @@ __version__ = "0.0.1"
 
 # %% auto #0
 __all__ = ['load_benchmark', 'build_corpus', 'Retriever', 'METHODS', 'BuildOptions', 'get_retriever', 'score_retriever',
-           'summary_table', 'run_benchmark', 'load_dataset', 'to_run', 'evaluate', 'compare', 'fuse']
+           'summary_table', 'run_benchmark', 'load_dataset', 'to_run', 'evaluate', 'compare', 'fuse', 'holm',
+           'build_index', 'open_index', 'search_index', 'read_collection', 'evaluate_chunkers']
 
 # %% ../nbs/26_api.ipynb #5df715f0
 from .data import load_benchmark
@@ -13,13 +14,17 @@ from .chunking import build_corpus
 from .retriever import Retriever
 from .methods import METHODS, BuildOptions, get_retriever
 from .scoring import score_retriever
-from .stats import compare, summary_table
+from .stats import compare, summary_table, holm
 from .bench import run_benchmark
 from .datasets import load_dataset
 from .runs import to_run
 from .metrics import evaluate
 from .fusion import fuse
+from .index import build_index, open_index, search_index
+from .spans import read_collection
+from .chunk_eval import evaluate_chunkers
 
 # %% ../nbs/26_api.ipynb #53b74fc5
 _all_ = ['load_benchmark', 'build_corpus', 'Retriever', 'METHODS', 'BuildOptions', 'get_retriever', 'score_retriever',
-         'summary_table', 'run_benchmark', 'load_dataset', 'to_run', 'evaluate', 'compare', 'fuse']
+         'summary_table', 'run_benchmark', 'load_dataset', 'to_run', 'evaluate', 'compare', 'fuse', 'holm',
+         'build_index', 'open_index', 'search_index', 'read_collection', 'evaluate_chunkers']
