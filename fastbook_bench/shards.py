@@ -4,20 +4,24 @@
 
 # %% ../nbs/31_shards.ipynb #73bea1ff
 from __future__ import annotations
-import io, json, math
+import importlib, io, json, math
+from dataclasses import dataclass, field
+from functools import reduce
+from itertools import tee
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
 from .core import atomic_write, fingerprint
-from .models import load_sentence_model, module_fingerprint, require_neural
+from .models import load_sentence_model, module_fingerprint, offline, require_neural
 from .retriever import top_k
 
 # %% auto #0
-__all__ = ['SHARD_DTYPE', 'LISTING', 'shard_file', 'read_listing', 'encode_shards', 'iter_shards', 'shard_scores',
-           'search_shards', 'sentence_encoder', 'default_factory', 'faiss_index', 'shard_rows', 'faiss_search',
-           'recall_at_k', 'faiss_recall']
+__all__ = ['SHARD_DTYPE', 'LISTING', 'ENGINES', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards',
+           'shard_scores', 'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'EncoderSpec',
+           'LocalEngine', 'get_engine', 'default_factory', 'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k',
+           'faiss_recall']
 
 # %% ../nbs/31_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -51,9 +55,9 @@ def _listing(folder:Path, settings:dict, shard_size:int) -> dict:
     return old
 
 # %% ../nbs/31_shards.ipynb #60f613c7
-def _write_shard(folder:Path, encode:Callable, texts:list[str], start:int, listing:dict) -> int:
-    "Encode `texts` (rows `start`...) into one shard file, then add it to the listing; the number of rows."
-    v = np.asarray(encode(texts))
+def _write_shard(folder:Path, vectors:np.ndarray, texts:list[str], start:int, listing:dict) -> int:
+    "Write the `vectors` of `texts` (rows `start`...) as one shard file, then list it; the number of rows."
+    v = np.asarray(vectors)
     if v.ndim != 2 or len(v) != len(texts): raise ValueError(f"encode gave shape {v.shape} for {len(texts)} texts")
     buf = io.BytesIO(); np.save(buf, v.astype(SHARD_DTYPE))
     atomic_write(folder/shard_file(start, start + len(v)), buf.getvalue())
@@ -79,6 +83,13 @@ def _finish(folder:Path, listing:dict, rows:int) -> dict:
     return listing
 
 # %% ../nbs/31_shards.ipynb #60e66440
+def encoded(encode:Callable, # texts -> vectors; may offer `imap(batches)` (several batches in flight)
+            batches:Iterable[list[str]] # the batches, in order
+           ) -> Iterator[np.ndarray]:
+    "The vectors of each batch, in order: through `encode.imap` where the encoder has one, else one call a batch."
+    return encode.imap(batches) if hasattr(encode, 'imap') else map(encode, batches)
+
+# %% ../nbs/31_shards.ipynb #4256a786
 def encode_shards(texts:Iterable[str],        # the passages in row order (a stream is fine)
                   folder:str|Path,            # the shard folder (created, or resumed)
                   encode:Callable[[list[str]], np.ndarray], # texts -> one vector each
@@ -89,14 +100,18 @@ def encode_shards(texts:Iterable[str],        # the passages in row order (a str
                  ) -> dict:
     "Encode `texts` into shards in `folder`, skipping those a previous run finished; the final listing."
     folder = Path(folder); listing = _listing(folder, settings or {}, shard_size)
-    done, start = list(listing['shards']), 0
+    done, rows = list(listing['shards']), [0]
     folder.mkdir(parents=True, exist_ok=True)
-    with tqdm(total=total, initial=done[-1]['stop'] if done else 0, unit='passage', disable=not progress) as bar:
+    def todo():  # (first row, texts) of each shard to encode; the finished ones are checked on the way
         for i, batch in enumerate(chunked(texts, shard_size)):
-            if i < len(done): _check_shard(folder, done[i], batch, start)
-            else: bar.update(_write_shard(folder, encode, batch, start, listing))
-            start += len(batch)
-    return _finish(folder, listing, start)
+            if i < len(done): _check_shard(folder, done[i], batch, rows[0])
+            else: yield rows[0], batch
+            rows[0] += len(batch)
+    work, texts_only = tee(todo())
+    with tqdm(total=total, initial=done[-1]['stop'] if done else 0, unit='passage', disable=not progress) as bar:
+        for (start, batch), v in zip(work, encoded(encode, (b for _, b in texts_only))):
+            bar.update(_write_shard(folder, v, batch, start, listing))
+    return _finish(folder, listing, rows[0])
 
 # %% ../nbs/31_shards.ipynb #f4cd357d
 def iter_shards(folder:str|Path # a finished shard folder
@@ -115,22 +130,39 @@ def shard_scores(queries:np.ndarray, # one query vector per row
     return (np.asarray(queries, np.float64) @ np.asarray(vectors, np.float64).T).astype(np.float32)
 
 # %% ../nbs/31_shards.ipynb #c94ea041
-def _merge(best:list, new:list, k:int) -> list:
-    "The `k` best of two (row, score) lists: higher score first, then lower row."
-    return sorted(best + new, key=lambda p: (-p[1], p[0]))[:k]
+def merge_top_k(a:list[list[tuple[int, float]]], # (row, score) lists, one per query
+                b:list[list[tuple[int, float]]], # the same queries' lists over other rows
+                k:int # results per query
+               ) -> list[list[tuple[int, float]]]:
+    "The `k` best of each query's two lists: higher score first, then lower row."
+    return [sorted(x + y, key=lambda p: (-p[1], p[0]))[:k] for x, y in zip(a, b, strict=True)]
+
+# %% ../nbs/31_shards.ipynb #bd9246f3
+def shard_top_k(queries:np.ndarray, # one query vector per row
+                vectors:np.ndarray, # one shard's vectors (memory-mapped)
+                k:int=10,           # results per query
+                *, start:int=0,     # the shard's first row
+                block:int=4096      # rows scored at once
+               ) -> list[list[tuple[int, float]]]:
+    "The best `k` (row, score) pairs of each query within one shard, scored a block of rows at a time."
+    best = [[] for _ in range(len(queries))]
+    for b in range(0, len(vectors), block):
+        top = [[(start + b + i, x) for i, x in top_k(s, k)] for s in shard_scores(queries, vectors[b:b + block])]
+        best = merge_top_k(best, top, k)
+    return best
 
 # %% ../nbs/31_shards.ipynb #0fc361bd
 def search_shards(folder:str|Path,    # a finished shard folder
                   queries:np.ndarray, # one query vector per row
                   k:int=10,           # results per query
-                  *, block:int=4096   # rows scored at once
+                  *, block:int=4096,  # rows scored at once
+                  shards:Sequence[int]|None=None # which shards (positions in the listing; default: all)
                  ) -> list[list[tuple[int, float]]]:
-    "The best `k` (row, score) pairs of each query over all shards, streamed with a running top-k."
-    best = [[] for _ in range(len(queries))]
-    for start, vecs in iter_shards(folder):
-        for b in range(0, len(vecs), block):
-            for q, s in enumerate(shard_scores(queries, vecs[b:b + block])):
-                best[q] = _merge(best[q], [(start + b + i, x) for i, x in top_k(s, k)], k)
+    "The best `k` (row, score) pairs of each query over the shards, streamed with a running top-k."
+    best, keep = [[] for _ in range(len(queries))], None if shards is None else set(shards)
+    for i, (start, vecs) in enumerate(iter_shards(folder)):
+        if keep is None or i in keep:
+            best = merge_top_k(best, shard_top_k(queries, vecs, k, start=start, block=block), k)
     return best
 
 # %% ../nbs/31_shards.ipynb #30ae3c4b
@@ -146,6 +178,42 @@ def sentence_encoder(model:str|None=None,    # hub id, folder or 'bundled' (defa
                                         convert_to_numpy=True).astype(SHARD_DTYPE)
     return encode, dict(model=name, weights=module_fingerprint(st), prompt=prompt, batch_size=batch_size,
                         max_seq_length=st.max_seq_length)
+
+# %% ../nbs/31_shards.ipynb #40228645
+@dataclass(frozen=True)
+class EncoderSpec:
+    "A picklable recipe for an encoder: `load()` returns `factory(**kwargs)`, an `(encode, settings)` pair."
+    factory:Callable # a module-level function giving (encode, settings), such as `sentence_encoder`
+    kwargs:dict=field(default_factory=dict) # its arguments
+    offline:bool=False # load inside `fastbook_bench.models.offline` (the bundled models for the defaults)
+    def load(self) -> tuple[Callable, dict]:
+        with offline(self.offline): return self.factory(**self.kwargs)
+
+# %% ../nbs/31_shards.ipynb #91aa5851
+class LocalEngine:
+    "The in-process engine (the default): the encoder is loaded here and the shards are searched one after another."
+    name = 'local'
+    def encoder(self, spec:EncoderSpec) -> tuple[Callable, dict]: return spec.load()
+    def search(self, folder:str|Path, queries:np.ndarray, k:int) -> list[list[tuple[int, float]]]:
+        return search_shards(folder, queries, k)
+    def __repr__(self): return 'LocalEngine()'
+
+# %% ../nbs/31_shards.ipynb #ed741a99
+ENGINES = {'local': LocalEngine, 'ray': 'fastbook_bench.ray_engine'} # name -> engine class, or the module defining it
+
+def get_engine(engine:str|object='local', # 'local', 'ray', or an engine (returned as it is)
+               *, address:str|None=None   # Ray: the address of a running cluster (default: start a local one)
+              ):
+    "The engine `engine` names; Ray is imported only here, with a clear error where it is not installed."
+    if not isinstance(engine, str): return engine
+    if engine not in ENGINES: raise ValueError(f"Unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
+    if engine == 'local':
+        if address is not None: raise ValueError("--ray-address needs --engine ray")
+        return LocalEngine()
+    try: import ray  # noqa: F401
+    except ImportError: raise ImportError('--engine ray needs the scale extra: pip install "fastbook_bench[scale]"',
+                                          name='ray') from None
+    return importlib.import_module(ENGINES[engine]).RayEngine(address)
 
 # %% ../nbs/31_shards.ipynb #ce270b60
 def default_factory(rows:int, # vectors in the index
