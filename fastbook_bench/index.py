@@ -19,7 +19,7 @@ from .fts import fts5_fill, fts5_search
 from .methods import BuildOptions
 from .retriever import check_search
 from .runs import read_poleval, to_run, write_poleval, write_run
-from .shards import ENGINES, get_engine
+from .engines import ENGINES, get_engine
 
 # %% auto #0
 __all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'file_sha256', 'corpus_file', 'DocIds', 'read_manifest',
@@ -34,7 +34,7 @@ class IndexKind:
     name:str  # the method's name, as `--method` spells it
     build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool) -> settings dict
     open:Callable   # (folder, manifest, options: BuildOptions) -> searcher with .search(queries, k)
-    engines:tuple=('local',) # engines it runs on (`shards.ENGINES`); with more, build and open take engine=
+    engines:tuple=('local',) # engines it runs on (`engines.ENGINES`); with more, build and open take engine=
 
 INDEX_KINDS:dict[str, IndexKind] = {}  # method name -> IndexKind; modules add theirs
 INDEX_MODULES = {'bm25': 'fastbook_bench.bm25_index',        # the module that adds a kind, imported when first asked

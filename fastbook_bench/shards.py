@@ -4,9 +4,7 @@
 
 # %% ../nbs/31_shards.ipynb #73bea1ff
 from __future__ import annotations
-import importlib, io, json, math
-from dataclasses import dataclass, field
-from functools import reduce
+import io, json, math
 from itertools import tee
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -14,14 +12,13 @@ import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
 from .core import atomic_write, fingerprint
-from .models import load_sentence_model, module_fingerprint, offline, require_neural
+from .models import load_sentence_model, module_fingerprint, require_neural
 from .retriever import top_k
 
 # %% auto #0
-__all__ = ['SHARD_DTYPE', 'LISTING', 'ENGINES', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards',
-           'shard_scores', 'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'EncoderSpec',
-           'LocalEngine', 'get_engine', 'default_factory', 'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k',
-           'faiss_recall']
+__all__ = ['SHARD_DTYPE', 'LISTING', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards', 'shard_scores',
+           'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory', 'faiss_index',
+           'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/31_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -89,6 +86,14 @@ def encoded(encode:Callable, # texts -> vectors; may offer `imap(batches)` (seve
     "The vectors of each batch, in order: through `encode.imap` where the encoder has one, else one call a batch."
     return encode.imap(batches) if hasattr(encode, 'imap') else map(encode, batches)
 
+# %% ../nbs/31_shards.ipynb #071abfb4
+def _to_encode(texts:Iterable[str], folder:Path, done:list, shard_size:int, rows:list) -> Iterator[tuple[int, list]]:
+    "(first row, texts) of each shard not `done`, checking the `done` ones on the way; `rows[0]` counts the rows read."
+    for i, batch in enumerate(chunked(texts, shard_size)):
+        if i < len(done): _check_shard(folder, done[i], batch, rows[0])
+        else: yield rows[0], batch
+        rows[0] += len(batch)
+
 # %% ../nbs/31_shards.ipynb #4256a786
 def encode_shards(texts:Iterable[str],        # the passages in row order (a stream is fine)
                   folder:str|Path,            # the shard folder (created, or resumed)
@@ -102,12 +107,7 @@ def encode_shards(texts:Iterable[str],        # the passages in row order (a str
     folder = Path(folder); listing = _listing(folder, settings or {}, shard_size)
     done, rows = list(listing['shards']), [0]
     folder.mkdir(parents=True, exist_ok=True)
-    def todo():  # (first row, texts) of each shard to encode; the finished ones are checked on the way
-        for i, batch in enumerate(chunked(texts, shard_size)):
-            if i < len(done): _check_shard(folder, done[i], batch, rows[0])
-            else: yield rows[0], batch
-            rows[0] += len(batch)
-    work, texts_only = tee(todo())
+    work, texts_only = tee(_to_encode(texts, folder, done, shard_size, rows))
     with tqdm(total=total, initial=done[-1]['stop'] if done else 0, unit='passage', disable=not progress) as bar:
         for (start, batch), v in zip(work, encoded(encode, (b for _, b in texts_only))):
             bar.update(_write_shard(folder, v, batch, start, listing))
@@ -178,42 +178,6 @@ def sentence_encoder(model:str|None=None,    # hub id, folder or 'bundled' (defa
                                         convert_to_numpy=True).astype(SHARD_DTYPE)
     return encode, dict(model=name, weights=module_fingerprint(st), prompt=prompt, batch_size=batch_size,
                         max_seq_length=st.max_seq_length)
-
-# %% ../nbs/31_shards.ipynb #40228645
-@dataclass(frozen=True)
-class EncoderSpec:
-    "A picklable recipe for an encoder: `load()` returns `factory(**kwargs)`, an `(encode, settings)` pair."
-    factory:Callable # a module-level function giving (encode, settings), such as `sentence_encoder`
-    kwargs:dict=field(default_factory=dict) # its arguments
-    offline:bool=False # load inside `fastbook_bench.models.offline` (the bundled models for the defaults)
-    def load(self) -> tuple[Callable, dict]:
-        with offline(self.offline): return self.factory(**self.kwargs)
-
-# %% ../nbs/31_shards.ipynb #91aa5851
-class LocalEngine:
-    "The in-process engine (the default): the encoder is loaded here and the shards are searched one after another."
-    name = 'local'
-    def encoder(self, spec:EncoderSpec) -> tuple[Callable, dict]: return spec.load()
-    def search(self, folder:str|Path, queries:np.ndarray, k:int) -> list[list[tuple[int, float]]]:
-        return search_shards(folder, queries, k)
-    def __repr__(self): return 'LocalEngine()'
-
-# %% ../nbs/31_shards.ipynb #ed741a99
-ENGINES = {'local': LocalEngine, 'ray': 'fastbook_bench.ray_engine'} # name -> engine class, or the module defining it
-
-def get_engine(engine:str|object='local', # 'local', 'ray', or an engine (returned as it is)
-               *, address:str|None=None   # Ray: the address of a running cluster (default: start a local one)
-              ):
-    "The engine `engine` names; Ray is imported only here, with a clear error where it is not installed."
-    if not isinstance(engine, str): return engine
-    if engine not in ENGINES: raise ValueError(f"Unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
-    if engine == 'local':
-        if address is not None: raise ValueError("--ray-address needs --engine ray")
-        return LocalEngine()
-    try: import ray  # noqa: F401
-    except ImportError: raise ImportError('--engine ray needs the scale extra: pip install "fastbook_bench[scale]"',
-                                          name='ray') from None
-    return importlib.import_module(ENGINES[engine]).RayEngine(address)
 
 # %% ../nbs/31_shards.ipynb #ce270b60
 def default_factory(rows:int, # vectors in the index

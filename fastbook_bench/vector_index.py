@@ -12,7 +12,8 @@ from .core import fingerprint
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
 from .models import offline
-from .shards import EncoderSpec, LocalEngine, encode_shards, sentence_encoder
+from .engines import EncoderSpec, LocalEngine
+from .shards import encode_shards, sentence_encoder
 
 # %% auto #0
 __all__ = ['SHARD_ROWS', 'staging_folder', 'VectorSearcher']
