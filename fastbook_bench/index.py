@@ -141,8 +141,8 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
                 method:str='bm25',              # a name in `INDEX_KINDS`
                 options:BuildOptions|None=None, # models and settings the kind uses
                 progress:bool=False,            # show a progress bar (passages/s)
-                engine:str|object='local',      # where the kind's slow steps run: 'local', 'ray' or an engine
-                ray_address:str|None=None       # with engine 'ray': a running cluster (default: a local one)
+                engine:str|object='local',      # 'local', 'ray' or an engine (`fastbook_bench.engines`)
+                ray_address:str|None=None       # a running Ray cluster (default: start one)
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
     kind, src, out, o = _kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
@@ -179,8 +179,8 @@ def open_index(path:str|Path, # an index folder
                method:str|None=None, # the method expected (None: whatever the folder holds)
                model:str|None=None,  # the model expected (None: the one the index was built with)
                options:BuildOptions|None=None, # device, offline and cache settings the searcher may use
-               engine:str|object='local',      # where the kind's search runs: 'local', 'ray' or an engine
-               ray_address:str|None=None       # with engine 'ray': a running cluster (default: a local one)
+               engine:str|object='local',      # 'local', 'ray' or an engine (`fastbook_bench.engines`)
+               ray_address:str|None=None       # a running Ray cluster (default: start one)
               ) -> Index:
     "Open the index folder `path` for search, checking that it matches what the caller asks for."
     path = Path(path); m = read_manifest(path)
@@ -215,8 +215,8 @@ def search_index(index:str|Path,       # an index folder (`build_index`)
                  qrels:str|Path|None=None, # judgements to score the run with
                  method:str|None=None, # the method expected (None: the index's)
                  options:BuildOptions|None=None, # model expected, device, offline
-                 engine:str|object='local',  # where the search runs: 'local', 'ray' or an engine
-                 ray_address:str|None=None   # with engine 'ray': a running cluster (default: a local one)
+                 engine:str|object='local', # 'local', 'ray' or an engine (`fastbook_bench.engines`)
+                 ray_address:str|None=None  # a running Ray cluster (default: start one)
                 ) -> dict:
     "Search an index with a queries file; write a TREC run or a PolEval submission; score it when judged."
     _check_search(k, out, format)
