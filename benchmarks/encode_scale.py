@@ -8,8 +8,9 @@ counted in it):
 - ray: the same with `RayEngine(num_cpus=--threads)`: --threads actors of one CPU, so one torch thread, each; Ray's
   start and the actors' model loading are timed apart from the encoding; the shards must equal local's, byte for byte;
 - resume: the local step again in a child process, SIGKILLed half-way through the first shard after half of them (the
-  listing is watched), then run again to the end: its shards must equal local's; the time lost is the two runs' total
-  minus the uninterrupted run's (a second model load, and the killed partial shard).
+  listing is watched), then run again to the end: its shards must equal local's. The time lost is the killed partial
+  shard plus the second run's start (interpreter, imports, model), both measured in this step (lost_s); the two runs'
+  total minus the uninterrupted run's (time_lost_s) says the same only on an otherwise idle machine.
 Usage: python benchmarks/encode_scale.py [--passages 3000] [--shard-size 500] [--threads 2] [--out DIR]
        python benchmarks/encode_scale.py STEP --dir DIR [...]          (one step; prints its JSON)
 Quick: python benchmarks/encode_scale.py --passages 1000 --shard-size 100
@@ -80,9 +81,12 @@ def step_resume(a) -> dict:
     time.sleep(per_shard / 2)  # half-way through the next shard
     at_kill = listed(); p.send_signal(signal.SIGKILL); p.wait(); t1 = time.perf_counter()
     r = subprocess.run(args, capture_output=True, text=True, check=True); t2 = time.perf_counter()
+    resumed = json.loads(r.stdout.strip().splitlines()[-1])
+    restart = (t2 - t1) - resumed['encode_s']  # the second run's start: interpreter, imports, passages, model
     return dict(step='resume', shards=n, listed_at_kill=at_kill, killed_run_s=round(t1 - t0, 1),
                 resumed_run_s=round(t2 - t1, 1), total_s=round(t2 - t0, 1), partial_shard_s=round(per_shard / 2, 1),
-                resumed=json.loads(r.stdout.strip().splitlines()[-1]), identical_to_local=same_shards(a, folder))
+                restart_s=round(restart, 1), lost_s=round(per_shard / 2 + restart, 1), resumed=resumed,
+                identical_to_local=same_shards(a, folder))
 
 STEPS = dict(local=step_local, ray=step_ray, resume=step_resume)
 
