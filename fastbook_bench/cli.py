@@ -68,8 +68,8 @@ def search(*,
            format:str='trec',  # 'trec' (a run file) or 'poleval' (a submission: k ids per question)
            qrels:str=None,     # judgements to score the run with (default: the folder's, if any)
            split:str='test',   # which judgements of a BEIR folder
-           engine:str='local', # with --index: where a single_vector search runs, 'local' or 'ray' (the scale extra)
-           ray_address:str=None, # with --engine ray: a running Ray cluster (default: start a local one)
+           engine:str='local', # --index: where single_vector searches, 'local' or 'ray' (the scale extra)
+           ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
            **kwargs):
     "Search a corpus with one of the package's methods, or an index; write a TREC run or a PolEval submission."
     if (corpus is None) == (index is None): raise ValueError("give --corpus or --index, not both")
@@ -92,8 +92,8 @@ def index(*,
           corpus:str=None,   # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL {"id", "text"}) or a folder
           method:str='bm25', # bm25, fts5, or another kind of `fastbook_bench.index.INDEX_KINDS`
           out:str=None,      # the index folder to write
-          engine:str='local', # where single_vector encodes: 'local' (this process) or 'ray' (the scale extra)
-          ray_address:str=None, # with --engine ray: a running Ray cluster (default: start a local one)
+          engine:str='local', # where single_vector encodes: 'local' or 'ray' (the scale extra)
+          ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
           **kwargs):
     "Build a persistent index of a corpus, to search with `search --index`."
     if corpus is None or out is None: raise ValueError("--corpus and --out are required")
