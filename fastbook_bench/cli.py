@@ -68,13 +68,17 @@ def search(*,
            format:str='trec',  # 'trec' (a run file) or 'poleval' (a submission: k ids per question)
            qrels:str=None,     # judgements to score the run with (default: the folder's, if any)
            split:str='test',   # which judgements of a BEIR folder
+           engine:str='local', # --index: where single_vector searches, 'local' or 'ray' (the scale extra)
+           ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
            **kwargs):
     "Search a corpus with one of the package's methods, or an index; write a TREC run or a PolEval submission."
     if (corpus is None) == (index is None): raise ValueError("give --corpus or --index, not both")
     if index is not None and queries is None: raise ValueError("--queries is required with --index")
+    if corpus is not None and (engine != 'local' or ray_address): raise ValueError("--engine applies to --index only")
     t0, o = time.perf_counter(), _options(bm25_backend='bm25s', **kwargs)
     if index is not None:
-        r = search_index(index, queries=queries, k=k, out=out, format=format, qrels=qrels, method=method, options=o)
+        r = search_index(index, queries=queries, k=k, out=out, format=format, qrels=qrels, method=method, options=o,
+                         engine=engine, ray_address=ray_address)
     else: r = search_dataset(corpus, queries=queries, method=method or 'bm25', k=k, out=out, format=format,
                              qrels=qrels, split=split, options=o)
     method = r.get('method', method or 'bm25')
@@ -88,11 +92,14 @@ def index(*,
           corpus:str=None,   # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL {"id", "text"}) or a folder
           method:str='bm25', # bm25, fts5, or another kind of `fastbook_bench.index.INDEX_KINDS`
           out:str=None,      # the index folder to write
+          engine:str='local', # where single_vector encodes: 'local' or 'ray' (the scale extra)
+          ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
           **kwargs):
     "Build a persistent index of a corpus, to search with `search --index`."
     if corpus is None or out is None: raise ValueError("--corpus and --out are required")
     t0, o = time.perf_counter(), _options(**kwargs)
-    folder = build_index(corpus, out, method=method, options=o, progress=o.progress)
+    folder = build_index(corpus, out, method=method, options=o, progress=o.progress, engine=engine,
+                         ray_address=ray_address)
     n = json.loads((folder/'manifest.json').read_text())['corpus']['documents']
     print(f"Indexed {n} documents with {method} in {time.perf_counter() - t0:.2f} s; wrote {out}")
 

@@ -19,10 +19,11 @@ from .fts import fts5_fill, fts5_search
 from .methods import BuildOptions
 from .retriever import check_search
 from .runs import read_poleval, to_run, write_poleval, write_run
+from .engines import ENGINES, get_engine
 
 # %% auto #0
 __all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'file_sha256', 'corpus_file', 'DocIds', 'read_manifest',
-           'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
+           'kind_engine', 'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
 
 # %% ../nbs/30_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
@@ -33,6 +34,7 @@ class IndexKind:
     name:str  # the method's name, as `--method` spells it
     build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool) -> settings dict
     open:Callable   # (folder, manifest, options: BuildOptions) -> searcher with .search(queries, k)
+    engines:tuple=('local',) # engines it runs on (`engines.ENGINES`); with more, build and open take engine=
 
 INDEX_KINDS:dict[str, IndexKind] = {}  # method name -> IndexKind; modules add theirs
 INDEX_MODULES = {'bm25': 'fastbook_bench.bm25_index',        # the module that adds a kind, imported when first asked
@@ -119,21 +121,37 @@ def _passages(src:Path, ids:_IdWriter, progress:bool) -> Iterator[str]:
         it = tqdm(it, desc='indexing', unit=' passages', file=sys.stderr)
     return (ids.add(i, t) for i, t in it)
 
+# %% ../nbs/30_index.ipynb #f66d3f0f
+def kind_engine(kind:IndexKind, # the index kind asked for
+                engine:str|object='local', # an engine name of `ENGINES`, or an engine
+                address:str|None=None      # Ray: the address of a running cluster
+               ) -> dict:
+    "The keyword arguments giving `kind` its engine (none for a kind that runs here only), checked first."
+    name = engine if isinstance(engine, str) else engine.name
+    if name not in ENGINES: raise ValueError(f"Unknown engine {name!r}; choose from {', '.join(ENGINES)}")
+    if name not in kind.engines:
+        raise ValueError(f"--engine {name}: the {kind.name} index runs on {', '.join(kind.engines)} only")
+    eng = get_engine(engine, address=address)
+    return {} if kind.engines == ('local',) else dict(engine=eng)
+
 # %% ../nbs/30_index.ipynb #5661ff77
 def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL) or a dataset folder
                 out:str|Path,    # the index folder to write (replaced if it holds an index)
                 *,
                 method:str='bm25',              # a name in `INDEX_KINDS`
                 options:BuildOptions|None=None, # models and settings the kind uses
-                progress:bool=False             # show a progress bar (passages/s)
+                progress:bool=False,            # show a progress bar (passages/s)
+                engine:str|object='local',      # 'local', 'ray' or an engine (`fastbook_bench.engines`)
+                ray_address:str|None=None       # a running Ray cluster (default: start one)
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
     kind, src, out, o = _kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
     _check_out(out)
     if next(iter_corpus(src), None) is None: raise ValueError(f"{src}: no documents")
+    eng = kind_engine(kind, engine, ray_address)
     def build(tmp:Path):
         ids = _IdWriter(tmp)
-        settings = kind.build(_passages(src, ids, progress), tmp, o, progress)
+        settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng)
         n = ids.close()
         corp = dict(path=str(src.resolve()), fingerprint=file_sha256(src), documents=n)
         m = dict(format=INDEX_FORMAT, method=method, settings=settings, corpus=corp, complete=True)
@@ -160,7 +178,9 @@ def open_index(path:str|Path, # an index folder
                *,
                method:str|None=None, # the method expected (None: whatever the folder holds)
                model:str|None=None,  # the model expected (None: the one the index was built with)
-               options:BuildOptions|None=None # device, offline and cache settings the searcher may use
+               options:BuildOptions|None=None, # device, offline and cache settings the searcher may use
+               engine:str|object='local',      # 'local', 'ray' or an engine (`fastbook_bench.engines`)
+               ray_address:str|None=None       # a running Ray cluster (default: start one)
               ) -> Index:
     "Open the index folder `path` for search, checking that it matches what the caller asks for."
     path = Path(path); m = read_manifest(path)
@@ -168,7 +188,8 @@ def open_index(path:str|Path, # an index folder
         raise ValueError(f"{path} is a {m['method']!r} index, not {method!r}")
     if model is not None and model != (built := m['settings'].get('model')):
         raise ValueError(f"{path} was built with model {built!r}, not {model!r}")
-    return Index(path, m, _kind(m['method']).open(path, m, options or BuildOptions()))
+    kind = _kind(m['method'])
+    return Index(path, m, kind.open(path, m, options or BuildOptions(), **kind_engine(kind, engine, ray_address)))
 
 # %% ../nbs/30_index.ipynb #43af1b98
 def _write(idx:Index, run:dict, qids:list, out:Path, k:int, format:str) -> dict:
@@ -193,13 +214,15 @@ def search_index(index:str|Path,       # an index folder (`build_index`)
                  format:str='trec',    # 'trec' (a run file) or 'poleval' (a submission)
                  qrels:str|Path|None=None, # judgements to score the run with
                  method:str|None=None, # the method expected (None: the index's)
-                 options:BuildOptions|None=None # model expected, device, offline
+                 options:BuildOptions|None=None, # model expected, device, offline
+                 engine:str|object='local', # 'local', 'ray' or an engine (`fastbook_bench.engines`)
+                 ray_address:str|None=None  # a running Ray cluster (default: start one)
                 ) -> dict:
     "Search an index with a queries file; write a TREC run or a PolEval submission; score it when judged."
     _check_search(k, out, format)
     if not (qs := read_queries(queries)): raise ValueError(f"{queries}: no records")
     o = options or BuildOptions()
-    idx = open_index(index, method=method, model=o.model, options=o)
+    idx = open_index(index, method=method, model=o.model, options=o, engine=engine, ray_address=ray_address)
     run = idx.run(list(qs), list(qs.values()), k)
     written = _write(idx, run, list(qs), Path(out), k, format)
     scored = None if qrels is None else score_run(read_qrels(qrels), written, [f'{m}@{k}' for m in STANDARD_METRICS])

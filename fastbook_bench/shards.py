@@ -5,8 +5,9 @@
 # %% ../nbs/31_shards.ipynb #73bea1ff
 from __future__ import annotations
 import io, json, math
+from itertools import tee
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
@@ -15,9 +16,9 @@ from .models import load_sentence_model, module_fingerprint, require_neural
 from .retriever import top_k
 
 # %% auto #0
-__all__ = ['SHARD_DTYPE', 'LISTING', 'shard_file', 'read_listing', 'encode_shards', 'iter_shards', 'shard_scores',
-           'search_shards', 'sentence_encoder', 'default_factory', 'faiss_index', 'shard_rows', 'faiss_search',
-           'recall_at_k', 'faiss_recall']
+__all__ = ['SHARD_DTYPE', 'LISTING', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards', 'shard_scores',
+           'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory', 'faiss_index',
+           'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/31_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -51,9 +52,9 @@ def _listing(folder:Path, settings:dict, shard_size:int) -> dict:
     return old
 
 # %% ../nbs/31_shards.ipynb #60f613c7
-def _write_shard(folder:Path, encode:Callable, texts:list[str], start:int, listing:dict) -> int:
-    "Encode `texts` (rows `start`...) into one shard file, then add it to the listing; the number of rows."
-    v = np.asarray(encode(texts))
+def _write_shard(folder:Path, vectors:np.ndarray, texts:list[str], start:int, listing:dict) -> int:
+    "Write the `vectors` of `texts` (rows `start`...) as one shard file, then list it; the number of rows."
+    v = np.asarray(vectors)
     if v.ndim != 2 or len(v) != len(texts): raise ValueError(f"encode gave shape {v.shape} for {len(texts)} texts")
     buf = io.BytesIO(); np.save(buf, v.astype(SHARD_DTYPE))
     atomic_write(folder/shard_file(start, start + len(v)), buf.getvalue())
@@ -79,6 +80,21 @@ def _finish(folder:Path, listing:dict, rows:int) -> dict:
     return listing
 
 # %% ../nbs/31_shards.ipynb #60e66440
+def encoded(encode:Callable, # texts -> vectors; may offer `imap(batches)` (several batches in flight)
+            batches:Iterable[list[str]] # the batches, in order
+           ) -> Iterator[np.ndarray]:
+    "The vectors of each batch, in order: through `encode.imap` where the encoder has one, else one call a batch."
+    return encode.imap(batches) if hasattr(encode, 'imap') else map(encode, batches)
+
+# %% ../nbs/31_shards.ipynb #071abfb4
+def _to_encode(texts:Iterable[str], folder:Path, done:list, shard_size:int, rows:list) -> Iterator[tuple[int, list]]:
+    "(first row, texts) of each shard not `done`, checking the `done` ones on the way; `rows[0]` counts the rows read."
+    for i, batch in enumerate(chunked(texts, shard_size)):
+        if i < len(done): _check_shard(folder, done[i], batch, rows[0])
+        else: yield rows[0], batch
+        rows[0] += len(batch)
+
+# %% ../nbs/31_shards.ipynb #4256a786
 def encode_shards(texts:Iterable[str],        # the passages in row order (a stream is fine)
                   folder:str|Path,            # the shard folder (created, or resumed)
                   encode:Callable[[list[str]], np.ndarray], # texts -> one vector each
@@ -89,14 +105,13 @@ def encode_shards(texts:Iterable[str],        # the passages in row order (a str
                  ) -> dict:
     "Encode `texts` into shards in `folder`, skipping those a previous run finished; the final listing."
     folder = Path(folder); listing = _listing(folder, settings or {}, shard_size)
-    done, start = list(listing['shards']), 0
+    done, rows = list(listing['shards']), [0]
     folder.mkdir(parents=True, exist_ok=True)
+    work, texts_only = tee(_to_encode(texts, folder, done, shard_size, rows))
     with tqdm(total=total, initial=done[-1]['stop'] if done else 0, unit='passage', disable=not progress) as bar:
-        for i, batch in enumerate(chunked(texts, shard_size)):
-            if i < len(done): _check_shard(folder, done[i], batch, start)
-            else: bar.update(_write_shard(folder, encode, batch, start, listing))
-            start += len(batch)
-    return _finish(folder, listing, start)
+        for (start, batch), v in zip(work, encoded(encode, (b for _, b in texts_only))):
+            bar.update(_write_shard(folder, v, batch, start, listing))
+    return _finish(folder, listing, rows[0])
 
 # %% ../nbs/31_shards.ipynb #f4cd357d
 def iter_shards(folder:str|Path # a finished shard folder
@@ -115,22 +130,39 @@ def shard_scores(queries:np.ndarray, # one query vector per row
     return (np.asarray(queries, np.float64) @ np.asarray(vectors, np.float64).T).astype(np.float32)
 
 # %% ../nbs/31_shards.ipynb #c94ea041
-def _merge(best:list, new:list, k:int) -> list:
-    "The `k` best of two (row, score) lists: higher score first, then lower row."
-    return sorted(best + new, key=lambda p: (-p[1], p[0]))[:k]
+def merge_top_k(a:list[list[tuple[int, float]]], # (row, score) lists, one per query
+                b:list[list[tuple[int, float]]], # the same queries' lists over other rows
+                k:int # results per query
+               ) -> list[list[tuple[int, float]]]:
+    "The `k` best of each query's two lists: higher score first, then lower row."
+    return [sorted(x + y, key=lambda p: (-p[1], p[0]))[:k] for x, y in zip(a, b, strict=True)]
+
+# %% ../nbs/31_shards.ipynb #bd9246f3
+def shard_top_k(queries:np.ndarray, # one query vector per row
+                vectors:np.ndarray, # one shard's vectors (memory-mapped)
+                k:int=10,           # results per query
+                *, start:int=0,     # the shard's first row
+                block:int=4096      # rows scored at once
+               ) -> list[list[tuple[int, float]]]:
+    "The best `k` (row, score) pairs of each query within one shard, scored a block of rows at a time."
+    best = [[] for _ in range(len(queries))]
+    for b in range(0, len(vectors), block):
+        top = [[(start + b + i, x) for i, x in top_k(s, k)] for s in shard_scores(queries, vectors[b:b + block])]
+        best = merge_top_k(best, top, k)
+    return best
 
 # %% ../nbs/31_shards.ipynb #0fc361bd
 def search_shards(folder:str|Path,    # a finished shard folder
                   queries:np.ndarray, # one query vector per row
                   k:int=10,           # results per query
-                  *, block:int=4096   # rows scored at once
+                  *, block:int=4096,  # rows scored at once
+                  shards:Sequence[int]|None=None # which shards (positions in the listing; default: all)
                  ) -> list[list[tuple[int, float]]]:
-    "The best `k` (row, score) pairs of each query over all shards, streamed with a running top-k."
-    best = [[] for _ in range(len(queries))]
-    for start, vecs in iter_shards(folder):
-        for b in range(0, len(vecs), block):
-            for q, s in enumerate(shard_scores(queries, vecs[b:b + block])):
-                best[q] = _merge(best[q], [(start + b + i, x) for i, x in top_k(s, k)], k)
+    "The best `k` (row, score) pairs of each query over the shards, streamed with a running top-k."
+    best, keep = [[] for _ in range(len(queries))], None if shards is None else set(shards)
+    for i, (start, vecs) in enumerate(iter_shards(folder)):
+        if keep is None or i in keep:
+            best = merge_top_k(best, shard_top_k(queries, vecs, k, start=start, block=block), k)
     return best
 
 # %% ../nbs/31_shards.ipynb #30ae3c4b

@@ -12,7 +12,8 @@ from .core import fingerprint
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
 from .models import offline
-from .shards import encode_shards, search_shards, sentence_encoder
+from .engines import EncoderSpec, LocalEngine
+from .shards import encode_shards, sentence_encoder
 
 # %% auto #0
 __all__ = ['SHARD_ROWS', 'staging_folder', 'VectorSearcher']
@@ -28,9 +29,10 @@ def staging_folder(folder:Path,    # the folder an index is being built in
     return folder.parent/f".shards-{fingerprint(json.dumps(settings, sort_keys=True), str(SHARD_ROWS), first)[:16]}"
 
 # %% ../nbs/33_vector_index.ipynb #ba6f10a9
-def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool) -> dict:
+def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool, engine=None) -> dict:
     "Encode the streamed `texts` into `folder/vectors`, resuming a killed build of the same corpus; the settings."
-    with offline(options.offline): encode, settings = sentence_encoder(options.model)
+    spec = EncoderSpec(sentence_encoder, dict(model=options.model), offline=options.offline)
+    encode, settings = (engine or LocalEngine()).encoder(spec)
     texts = iter(texts); first = list(islice(texts, SHARD_ROWS))
     staging = staging_folder(folder, settings, first)
     encode_shards(chain(first, texts), staging, encode, settings=settings, shard_size=SHARD_ROWS, progress=progress)
@@ -40,8 +42,8 @@ def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progr
 # %% ../nbs/33_vector_index.ipynb #c33873c3
 class VectorSearcher:
     "Exact search over the vector shards of a single_vector index folder, with the model it was built with."
-    def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
-        built = manifest['settings']
+    def __init__(self, folder:Path, manifest:dict, options:BuildOptions, engine=None):
+        built, self.engine = manifest['settings'], engine or LocalEngine()
         with offline(options.offline):
             self.encode, now = sentence_encoder(built['model'], batch_size=built['batch_size'])
         if now['weights'] != built['weights']:
@@ -49,7 +51,7 @@ class VectorSearcher:
                              f"the model loaded now, {now['model']!r}, has weights {now['weights'][:12]}")
         self.vectors = Path(folder)/'vectors'
     def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
-        return search_shards(self.vectors, self.encode(queries), k)
+        return self.engine.search(self.vectors, self.encode(queries), k)
 
 # %% ../nbs/33_vector_index.ipynb #73409a64
-INDEX_KINDS['single_vector'] = IndexKind('single_vector', _vectors_build, VectorSearcher)
+INDEX_KINDS['single_vector'] = IndexKind('single_vector', _vectors_build, VectorSearcher, engines=('local', 'ray'))
