@@ -88,8 +88,9 @@ def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
     for start, vecs, lens in token_shards(self.vectors):
         bounds = np.concatenate([[0], np.cumsum(lens)])
         for b in range(0, len(lens), self.block):
-            idx = np.arange(b, min(b + self.block, len(lens)))
-            best = [_keep(bq, start + idx, maxsim_scores(h, w, vecs, bounds, idx), k) for bq, (h, w) in zip(best, qs)]
+            e = min(b + self.block, len(lens)); idx, at = np.arange(e - b), bounds[b:e + 1] - bounds[b]
+            blk = np.asarray(vecs[bounds[b]:bounds[e]])  # the block's vectors, read once for all queries
+            best = [_keep(bq, start + b + idx, maxsim_scores(h, w, blk, at, idx), k) for bq, (h, w) in zip(best, qs)]
     return [[(int(r), float(s)) for r, s in zip(*bq)] for bq in best]
 
 # %% ../nbs/35_maxsim_index.ipynb #03e7f92b
