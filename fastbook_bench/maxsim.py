@@ -172,6 +172,8 @@ def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tup
     res = []
     for (h, w), sub in zip(self.encode_queries(queries), subsets):
         idx = np.arange(len(self)) if sub is None else np.unique(np.asarray(sub, dtype=np.int64))
-        s = np.full(len(self), -np.inf); s[idx] = maxsim_scores(h, w, self.vectors, self.bounds, idx)
+        s = np.full(len(self), -np.inf)
+        for b in range(0, len(idx), 1024):  # in blocks: memory holds one block's vectors in float64
+            s[idx[b:b + 1024]] = maxsim_scores(h, w, self.vectors, self.bounds, idx[b:b + 1024])
         res.append(top_k(s, k, idx))
     return res
