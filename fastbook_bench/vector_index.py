@@ -53,7 +53,10 @@ def faiss_report(vectors:Path,         # a finished shard folder
     "Build `vectors/faiss.index`; what the manifest records of it, with its recall@10 against exact search."
     listing = read_listing(vectors); rows, dim = listing['rows'], listing['shards'][0]['dim']
     factory = default_factory(rows, dim) if faiss is True else faiss
-    faiss_index(vectors, factory=factory, seed=seed)
+    try: faiss_index(vectors, factory=factory, seed=seed)
+    except RuntimeError as e:  # e.g. too few vectors to train it
+        raise ValueError(f"faiss {factory!r} could not be built over {rows} vectors ({str(e).splitlines()[-1]}); "
+                         "the vectors are kept: build again with another factory") from None
     queries = sample_vectors(vectors, FAISS_SAMPLE, seed=seed)
     recall = faiss_recall(vectors, queries, k=10, nprobe=nprobe)
     return dict(file='vectors/faiss.index', factory=factory, nprobe=nprobe, recall_at_10=recall, queries=len(queries))
@@ -67,10 +70,10 @@ def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progr
     texts = iter(texts); first = list(islice(texts, SHARD_ROWS))
     staging = staging_folder(folder, settings, first)
     encode_shards(chain(first, texts), staging, encode, settings=settings, shard_size=SHARD_ROWS, progress=progress)
-    os.replace(staging, folder/'vectors')
     out = dict(settings, shard_rows=SHARD_ROWS, dtype='float32', search='exact, streamed over the shards')
-    if not faiss: return out
-    return dict(out, search='faiss, the shortlist reranked exactly', faiss=faiss_report(folder/'vectors', faiss))
+    if faiss: out.update(search='faiss, the shortlist reranked exactly', faiss=faiss_report(staging, faiss))
+    os.replace(staging, folder/'vectors')  # after faiss: a faiss that fails leaves the encoding to resume from
+    return out
 
 # %% ../nbs/33_vector_index.ipynb #c33873c3
 class VectorSearcher:
