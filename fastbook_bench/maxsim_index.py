@@ -4,7 +4,7 @@
 
 # %% ../nbs/35_maxsim_index.ipynb #9f94d5cb
 from __future__ import annotations
-import json, os
+import os
 from collections import Counter
 from itertools import chain, islice
 from pathlib import Path

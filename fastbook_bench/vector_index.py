@@ -8,7 +8,6 @@ import json, os, re
 from itertools import chain, islice
 from pathlib import Path
 from typing import Iterable
-import numpy as np
 from .core import fingerprint
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
