@@ -31,8 +31,8 @@ INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is ref
 class IndexKind:
     "A persistent index method: how to build its files and open them for search."
     name:str  # the method's name, as `--method` spells it
-    build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool) -> settings dict
-    open:Callable   # (folder, manifest, options: BuildOptions) -> searcher with .search(queries, k)
+    build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool, **build_options) -> settings
+    open:Callable   # (folder, manifest, options: BuildOptions, **search_options) -> searcher with .search(queries, k)
     build_options:tuple=()  # names of the keyword options its `build` takes besides those (`build_index(**...)`)
     search_options:tuple=() # names of the keyword options its `open` takes (`open_index(**...)`)
 
@@ -42,10 +42,10 @@ INDEX_MODULES = {'bm25': 'fastbook_bench.bm25_index',        # the module that a
                  'maxsim': 'fastbook_bench.maxsim_index'}
 
 # %% ../nbs/30_index.ipynb #24506489
-def check_options(kind:IndexKind, # the kind asked for
-                       given:dict,     # the options given, by name
-                       what:str='build' # 'build' or 'search'
-                      ):
+def check_options(kind:IndexKind,  # the kind asked for
+                  given:dict,      # the options given, by name
+                  what:str='build' # 'build' or 'search'
+                 ):
     "Fail, naming the options `kind` takes, if `given` holds another."
     names = kind.build_options if what == 'build' else kind.search_options
     if bad := [n for n in given if n not in names]:
