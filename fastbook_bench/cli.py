@@ -98,7 +98,7 @@ def search(*,
 @delegates(_options)
 def index(*,
           corpus:str=None,   # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL {"id", "text"}) or a folder
-          method:str='bm25', # bm25, fts5, or another kind of `fastbook_bench.index.INDEX_KINDS`
+          method:str='bm25', # bm25, fts5, single_vector or maxsim (the kinds of `fastbook_bench.index.INDEX_KINDS`)
           out:str=None,      # the index folder to write
           window:int=None,   # maxsim: word pieces per window (default: 32)
           weights:str=None,  # maxsim: query piece weights, all or idf (default: all)
