@@ -56,6 +56,11 @@ def ceiling(*,
     "Print the best MRR@k and Recall@k any retriever could reach on the chunks of each size."
     print(format_table(ceiling_summary(chunk_size, k=k, data=data)))
 
+# %% ../nbs/25_cli.ipynb #47684f98
+def _given(**options) -> dict:
+    "The options given on the command line: those not None, and flags that are set."
+    return {k: v for k, v in options.items() if v is not None and v is not False}
+
 # %% ../nbs/25_cli.ipynb #fa64547a
 @delegates(_options)
 def search(*,
@@ -70,15 +75,21 @@ def search(*,
            split:str='test',   # which judgements of a BEIR folder
            engine:str='local', # --index: where single_vector searches, 'local' or 'ray' (the scale extra)
            ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
+           window:int=None,    # --index, maxsim: the window it was built with (checked)
+           weights:str=None,   # --index, maxsim: the query weights it was built with (checked)
+           nprobe:int=None,    # --index, single_vector with faiss: IVF lists scanned per query (default: 16)
+           exact:bool=False,   # --index, single_vector with faiss: search the vectors exactly, not through faiss
            **kwargs):
     "Search a corpus with one of the package's methods, or an index; write a TREC run or a PolEval submission."
     if (corpus is None) == (index is None): raise ValueError("give --corpus or --index, not both")
     if index is not None and queries is None: raise ValueError("--queries is required with --index")
     if corpus is not None and (engine != 'local' or ray_address): raise ValueError("--engine applies to --index only")
+    kind = _given(window=window, weights=weights, nprobe=nprobe, exact=exact)
+    if kind and index is None: raise ValueError(f"--{next(iter(kind))} applies to --index only")
     t0, o = time.perf_counter(), _options(bm25_backend='bm25s', **kwargs)
     if index is not None:
         r = search_index(index, queries=queries, k=k, out=out, format=format, qrels=qrels, method=method, options=o,
-                         engine=engine, ray_address=ray_address)
+                         engine=engine, ray_address=ray_address, **kind)
     else: r = search_dataset(corpus, queries=queries, method=method or 'bm25', k=k, out=out, format=format,
                              qrels=qrels, split=split, options=o)
     method = r.get('method', method or 'bm25')
@@ -90,18 +101,26 @@ def search(*,
 @delegates(_options)
 def index(*,
           corpus:str=None,   # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL {"id", "text"}) or a folder
-          method:str='bm25', # bm25, fts5, or another kind of `fastbook_bench.index.INDEX_KINDS`
+          method:str='bm25', # bm25, fts5, single_vector or maxsim (the kinds of `fastbook_bench.index.INDEX_KINDS`)
           out:str=None,      # the index folder to write
           engine:str='local', # where single_vector encodes: 'local' or 'ray' (the scale extra)
           ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
+          window:int=None,   # maxsim: word pieces per window (default: 32)
+          weights:str=None,  # maxsim: query piece weights, all or idf (default: all)
+          faiss:str=None,    # single_vector: add a faiss index (--faiss: the default IVF-PQ; --faiss FACTORY: any)
           **kwargs):
     "Build a persistent index of a corpus, to search with `search --index`."
     if corpus is None or out is None: raise ValueError("--corpus and --out are required")
     t0, o = time.perf_counter(), _options(**kwargs)
+    kind = _given(window=window, weights=weights, faiss=True if faiss == 'default' else faiss)
     folder = build_index(corpus, out, method=method, options=o, progress=o.progress, engine=engine,
-                         ray_address=ray_address)
-    n = json.loads((folder/'manifest.json').read_text())['corpus']['documents']
-    print(f"Indexed {n} documents with {method} in {time.perf_counter() - t0:.2f} s; wrote {out}")
+                         ray_address=ray_address, **kind)
+    m = json.loads((folder/'manifest.json').read_text())
+    n, s = m['corpus']['documents'], time.perf_counter() - t0
+    print(f"Indexed {n} documents with {method} in {s:.2f} s; wrote {out}")
+    if f := m['settings'].get('faiss'):
+        print(f"faiss {f['factory']}: recall@10 {f['recall_at_10']:.4f} against exact search "
+              f"({f['queries']} of the passages as queries, nprobe {f['nprobe']})")
 
 # %% ../nbs/25_cli.ipynb #965c0766
 def eval_cmd(*,
@@ -205,6 +224,7 @@ def _parser(cmd:str):
             alt = '--' + o[2:].replace('_', '-')
             if o.startswith('--') and alt not in p._option_string_actions:
                 a.option_strings.insert(0, alt); p._option_string_actions[alt] = a
+    if (f := p._option_string_actions.get('--faiss')) is not None: f.nargs, f.const = '?', 'default'  # bare --faiss
     return p
 
 # %% ../nbs/25_cli.ipynb #b2a9db87

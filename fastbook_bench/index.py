@@ -22,8 +22,8 @@ from .runs import read_poleval, to_run, write_poleval, write_run
 from .engines import ENGINES, get_engine
 
 # %% auto #0
-__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'file_sha256', 'corpus_file', 'DocIds', 'read_manifest',
-           'kind_engine', 'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
+__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'check_options', 'file_sha256', 'corpus_file', 'DocIds',
+           'read_manifest', 'kind_engine', 'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
 
 # %% ../nbs/30_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
@@ -32,13 +32,27 @@ INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is ref
 class IndexKind:
     "A persistent index method: how to build its files and open them for search."
     name:str  # the method's name, as `--method` spells it
-    build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool) -> settings dict
-    open:Callable   # (folder, manifest, options: BuildOptions) -> searcher with .search(queries, k)
+    build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool, **build_options) -> settings
+    open:Callable   # (folder, manifest, options: BuildOptions, **search_options) -> searcher with .search(queries, k)
+    build_options:tuple=()  # names of the keyword options its `build` takes besides those (`build_index(**...)`)
+    search_options:tuple=() # names of the keyword options its `open` takes (`open_index(**...)`)
     engines:tuple=('local',) # engines it runs on (`engines.ENGINES`); with more, build and open take engine=
 
 INDEX_KINDS:dict[str, IndexKind] = {}  # method name -> IndexKind; modules add theirs
 INDEX_MODULES = {'bm25': 'fastbook_bench.bm25_index',        # the module that adds a kind, imported when first asked
-                 'single_vector': 'fastbook_bench.vector_index'}
+                 'single_vector': 'fastbook_bench.vector_index',
+                 'maxsim': 'fastbook_bench.maxsim_index'}
+
+# %% ../nbs/30_index.ipynb #24506489
+def check_options(kind:IndexKind,  # the kind asked for
+                  given:dict,      # the options given, by name
+                  what:str='build' # 'build' or 'search'
+                 ):
+    "Fail, naming the options `kind` takes, if `given` holds another."
+    names = kind.build_options if what == 'build' else kind.search_options
+    if bad := [n for n in given if n not in names]:
+        raise ValueError(f"a {kind.name} index takes no {what} option {bad[0]!r}; "
+                         f"its {what} options: {', '.join(names) or 'none'}")
 
 # %% ../nbs/30_index.ipynb #97e21046
 def file_sha256(path:str|Path # any file
@@ -142,16 +156,17 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
                 options:BuildOptions|None=None, # models and settings the kind uses
                 progress:bool=False,            # show a progress bar (passages/s)
                 engine:str|object='local',      # 'local', 'ray' or an engine (`fastbook_bench.engines`)
-                ray_address:str|None=None       # a running Ray cluster (default: start one)
+                ray_address:str|None=None,      # a running Ray cluster (default: start one)
+                **kind_options                  # options of the kind (`IndexKind.build_options`)
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
     kind, src, out, o = _kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
-    _check_out(out)
+    check_options(kind, kind_options); _check_out(out)
     if next(iter_corpus(src), None) is None: raise ValueError(f"{src}: no documents")
     eng = kind_engine(kind, engine, ray_address)
     def build(tmp:Path):
         ids = _IdWriter(tmp)
-        settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng)
+        settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng, **kind_options)
         n = ids.close()
         corp = dict(path=str(src.resolve()), fingerprint=file_sha256(src), documents=n)
         m = dict(format=INDEX_FORMAT, method=method, settings=settings, corpus=corp, complete=True)
@@ -180,7 +195,8 @@ def open_index(path:str|Path, # an index folder
                model:str|None=None,  # the model expected (None: the one the index was built with)
                options:BuildOptions|None=None, # device, offline and cache settings the searcher may use
                engine:str|object='local',      # 'local', 'ray' or an engine (`fastbook_bench.engines`)
-               ray_address:str|None=None       # a running Ray cluster (default: start one)
+               ray_address:str|None=None,      # a running Ray cluster (default: start one)
+               **search_options      # options of the kind (`IndexKind.search_options`)
               ) -> Index:
     "Open the index folder `path` for search, checking that it matches what the caller asks for."
     path = Path(path); m = read_manifest(path)
@@ -188,8 +204,9 @@ def open_index(path:str|Path, # an index folder
         raise ValueError(f"{path} is a {m['method']!r} index, not {method!r}")
     if model is not None and model != (built := m['settings'].get('model')):
         raise ValueError(f"{path} was built with model {built!r}, not {model!r}")
-    kind = _kind(m['method'])
-    return Index(path, m, kind.open(path, m, options or BuildOptions(), **kind_engine(kind, engine, ray_address)))
+    kind = _kind(m['method']); check_options(kind, search_options, 'search')
+    eng = kind_engine(kind, engine, ray_address)
+    return Index(path, m, kind.open(path, m, options or BuildOptions(), **eng, **search_options))
 
 # %% ../nbs/30_index.ipynb #43af1b98
 def _write(idx:Index, run:dict, qids:list, out:Path, k:int, format:str) -> dict:
@@ -216,13 +233,15 @@ def search_index(index:str|Path,       # an index folder (`build_index`)
                  method:str|None=None, # the method expected (None: the index's)
                  options:BuildOptions|None=None, # model expected, device, offline
                  engine:str|object='local', # 'local', 'ray' or an engine (`fastbook_bench.engines`)
-                 ray_address:str|None=None  # a running Ray cluster (default: start one)
+                 ray_address:str|None=None, # a running Ray cluster (default: start one)
+                 **search_options      # options of the index's kind (`open_index`)
                 ) -> dict:
     "Search an index with a queries file; write a TREC run or a PolEval submission; score it when judged."
     _check_search(k, out, format)
     if not (qs := read_queries(queries)): raise ValueError(f"{queries}: no records")
     o = options or BuildOptions()
-    idx = open_index(index, method=method, model=o.model, options=o, engine=engine, ray_address=ray_address)
+    idx = open_index(index, method=method, model=o.model, options=o, engine=engine, ray_address=ray_address,
+                     **search_options)
     run = idx.run(list(qs), list(qs.values()), k)
     written = _write(idx, run, list(qs), Path(out), k, format)
     scored = None if qrels is None else score_run(read_qrels(qrels), written, [f'{m}@{k}' for m in STANDARD_METRICS])

@@ -13,49 +13,52 @@ from tqdm.auto import tqdm
 from .core import cached_arrays, fingerprint
 from .models import load_sentence_model, module_fingerprint
 from .retriever import Retriever, check_search, top_k
+from .shards import shard_scores
 
 # %% auto #0
-__all__ = ['MaxSimRetriever']
+__all__ = ['windows', 'MaxSimEncoder', 'count_pieces', 'MaxSimRetriever', 'maxsim_scores']
 
 # %% ../nbs/16_maxsim.ipynb #4f6f03cd
-def _windows(ids:list[int], window:int) -> list[list[int]]:
+def windows(ids:list[int], # a passage's word-piece ids
+            window:int     # word pieces per window, [CLS] and [SEP] included
+           ) -> list[list[int]]:
     "Consecutive runs of `window - 2` token ids covering `ids` (one empty run for no ids)."
     step = window - 2
     return [ids[a:a + step] for a in range(0, max(len(ids), 1), step)]
 
 # %% ../nbs/16_maxsim.ipynb #b6832144
-class MaxSimRetriever(Retriever):
-    "Late interaction over a sentence model's own token vectors, passages encoded in short windows."
-    name = 'maxsim'
-    def __init__(self, passages:Sequence[str], # the collection to search
-                 model:str|None=None,          # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
-                 window:int=32,                # word pieces per window, [CLS] and [SEP] included
-                 weights:str='all',            # query piece weights: 'all' (1, punctuation 0) or 'idf'
-                 batch_size:int=64,            # windows per forward pass
-                 cache:bool=True,              # keep the token vectors in the user cache
-                 encoder=None,                 # a SentenceTransformer already loaded (`model` names it)
-                 progress:bool=False):         # show a progress bar while encoding
-        super().__init__(passages)
+class MaxSimEncoder:
+    "A sentence model set up for MaxSim: passages encoded in short windows, queries whole, query pieces weighted."
+    def __init__(self, model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
+                 window:int=32,             # word pieces per window, [CLS] and [SEP] included
+                 weights:str='all',         # query piece weights: 'all' (1, punctuation 0) or 'idf'
+                 batch_size:int=64,         # windows per forward pass
+                 encoder=None,              # a SentenceTransformer already loaded (`model` names it)
+                 progress:bool=False):      # show a progress bar while encoding
         if weights not in ('all', 'idf'): raise ValueError(f"Unknown weights {weights!r}; choose from all, idf")
         if encoder is None: encoder, model = load_sentence_model(model)
         self.encoder, self.model = encoder, model or 'custom'
         self.tok, self.bert = encoder.tokenizer, encoder[0].auto_model.eval()
         store_attr('window,weights,batch_size,progress')
         self._check_window()
-        ids = [self.tok(p, add_special_tokens=False, verbose=False)['input_ids'] for p in self.passages]
-        self._index(ids, cache)
-        self._count_idf(ids)
+        self.set_idf(Counter(), 0)
 
 # %% ../nbs/16_maxsim.ipynb #12547211
-@patch_to(MaxSimRetriever)
+@patch_to(MaxSimEncoder)
 def _check_window(self):
     "Fail, naming the allowed range, unless `window` fits the model."
     limit = self.bert.config.max_position_embeddings
     if not 3 <= self.window <= limit:
         raise ValueError(f"window must be between 3 and {limit} word pieces, got {self.window}")
 
+# %% ../nbs/16_maxsim.ipynb #046ddd62
+@patch_to(MaxSimEncoder)
+def token_ids(self, texts:Sequence[str]) -> list[list[int]]:
+    "The word-piece ids of each of `texts`, without special tokens."
+    return [self.tok(p, add_special_tokens=False, verbose=False)['input_ids'] for p in texts]
+
 # %% ../nbs/16_maxsim.ipynb #8ea177b5
-@patch_to(MaxSimRetriever)
+@patch_to(MaxSimEncoder)
 def _vectors(self, batch:list[list[int]]) -> list[np.ndarray]:
     "L2-normalised last-layer vectors of the text pieces of each window in `batch`."
     import torch
@@ -68,10 +71,10 @@ def _vectors(self, batch:list[list[int]]) -> list[np.ndarray]:
     return [h[i, 1:len(w) + 1].numpy() for i, w in enumerate(batch)]
 
 # %% ../nbs/16_maxsim.ipynb #7bcd4fc5
-@patch_to(MaxSimRetriever)
-def _encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
+@patch_to(MaxSimEncoder)
+def encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
     "Token vectors of every passage, window by window, and how many belong to each passage."
-    wins = [w for x in ids for w in _windows(x, self.window)]
+    wins = [w for x in ids for w in windows(x, self.window)]
     out, batches = [], range(0, len(wins), self.batch_size)
     for b in tqdm(batches, desc='maxsim: encoding windows', disable=not self.progress, leave=False):
         out += self._vectors(wins[b:b + self.batch_size])
@@ -79,26 +82,48 @@ def _encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
     vecs = np.concatenate(out).astype(np.float16) if out else np.zeros((0, dim), np.float16)
     return {'vectors': vecs.reshape(-1, dim), 'lengths': np.array([len(x) for x in ids], dtype=np.int64)}
 
+# %% ../nbs/16_maxsim.ipynb #d979267d
+def count_pieces(ids:list[list[int]] # word-piece ids of passages
+                ) -> Counter:
+    "How many of the passages hold each piece."
+    return Counter(t for x in ids for t in set(x))
+
+@patch_to(MaxSimEncoder)
+def set_idf(self, df:dict[int, int], n:int):
+    "Okapi idf of every piece from its passage count `df` over `n` passages (`idf`), and of a piece none has."
+    self.idf = {t: math.log(1 + (n - c + 0.5) / (c + 0.5)) for t, c in df.items()}
+    self.idf_unseen = math.log(1 + (n + 0.5) / 0.5)
+
+# %% ../nbs/16_maxsim.ipynb #611fa633
+class MaxSimRetriever(MaxSimEncoder, Retriever):
+    "Late interaction over a sentence model's own token vectors, passages encoded in short windows."
+    name = 'maxsim'
+    def __init__(self, passages:Sequence[str], # the collection to search
+                 model:str|None=None,          # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
+                 window:int=32,                # word pieces per window, [CLS] and [SEP] included
+                 weights:str='all',            # query piece weights: 'all' (1, punctuation 0) or 'idf'
+                 batch_size:int=64,            # windows per forward pass
+                 cache:bool=True,              # keep the token vectors in the user cache
+                 encoder=None,                 # a SentenceTransformer already loaded (`model` names it)
+                 progress:bool=False):         # show a progress bar while encoding
+        Retriever.__init__(self, passages)
+        MaxSimEncoder.__init__(self, model, window, weights, batch_size, encoder, progress)
+        ids = self.token_ids(self.passages)
+        self._index(ids, cache)
+        self.set_idf(count_pieces(ids), len(ids))
+
 # %% ../nbs/16_maxsim.ipynb #fbcd917d
 @patch_to(MaxSimRetriever)
 def _index(self, ids:list[list[int]], cache:bool):
     "Set `vectors` and `bounds` from the cache, or encode the passages."
     key = fingerprint('maxsim', module_fingerprint(self.bert), str(self.window), self.passages)
-    a = cached_arrays(key, lambda: self._encode_passages(ids), cache)
+    a = cached_arrays(key, lambda: self.encode_passages(ids), cache)
     self.vectors, self.bounds = a['vectors'], np.concatenate([[0], np.cumsum(a['lengths'])])
-
-# %% ../nbs/16_maxsim.ipynb #d979267d
-@patch_to(MaxSimRetriever)
-def _count_idf(self, ids:list[list[int]]):
-    "Okapi idf of every piece over the passages (`idf`), and of a piece none has (`idf_unseen`)."
-    df = Counter(t for x in ids for t in set(x))
-    self.idf = {t: math.log(1 + (len(ids) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
-    self.idf_unseen = math.log(1 + (len(ids) + 0.5) / 0.5)
 
 # %% ../nbs/16_maxsim.ipynb #900a6ed6
 _PUNCT = re.compile(r'^\W+$')
 
-@patch_to(MaxSimRetriever)
+@patch_to(MaxSimEncoder)
 def _weights(self, ids:list[int]) -> np.ndarray:
     "The weight of each query piece in `ids`."
     w = np.array([0.0 if _PUNCT.match(t) else 1.0 for t in self.tok.convert_ids_to_tokens(ids)])
@@ -107,8 +132,8 @@ def _weights(self, ids:list[int]) -> np.ndarray:
     return w
 
 # %% ../nbs/16_maxsim.ipynb #8239200f
-@patch_to(MaxSimRetriever)
-def _queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+@patch_to(MaxSimEncoder)
+def encode_queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     "Each query's L2-normalised piece vectors and their weights, encoded in batches."
     import torch
     out = []
@@ -122,15 +147,21 @@ def _queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 # %% ../nbs/16_maxsim.ipynb #38134dd6
-@patch_to(MaxSimRetriever)
-def _maxsim(self, h:np.ndarray, w:np.ndarray, idx:np.ndarray) -> np.ndarray:
+def maxsim_scores(h:np.ndarray,       # a query's piece vectors
+                  w:np.ndarray,       # their weights
+                  vectors:np.ndarray, # token vectors of passages, one passage after another
+                  bounds:np.ndarray,  # passage i holds vectors[bounds[i]:bounds[i + 1]]
+                  idx:np.ndarray      # the passages to score
+                 ) -> np.ndarray:
     "Weighted MaxSim of query vectors `h` against the passages `idx`."
-    lens = self.bounds[idx + 1] - self.bounds[idx]
+    lens = bounds[idx + 1] - bounds[idx]
     out, full = np.full(len(idx), 0.0 - w.sum()), idx[lens > 0]
     if len(h) and len(full):
-        rows = np.concatenate([np.arange(self.bounds[i], self.bounds[i + 1]) for i in full])
-        sims = h @ self.vectors[rows].astype(np.float32).T
-        out[lens > 0] = w @ np.maximum.reduceat(sims, np.concatenate([[0], np.cumsum(lens[lens > 0])[:-1]]), axis=1)
+        rows = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in full])
+        best = np.maximum.reduceat(shard_scores(h, vectors[rows]), np.cumsum(lens[lens > 0]) - lens[lens > 0], axis=1)
+        s = np.zeros(len(full))
+        for wt, b in zip(w, best): s += wt * b.astype(np.float64)  # piece by piece: one order for every split
+        out[lens > 0] = s
     return out
 
 # %% ../nbs/16_maxsim.ipynb #7f6dfe53
@@ -139,8 +170,10 @@ def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tup
     "The best `k` `(passage index, score)` pairs for each query; only the allowed passages are scored."
     queries, subsets = check_search(self, queries, k, subsets)
     res = []
-    for (h, w), sub in zip(self._queries(queries), subsets):
+    for (h, w), sub in zip(self.encode_queries(queries), subsets):
         idx = np.arange(len(self)) if sub is None else np.unique(np.asarray(sub, dtype=np.int64))
-        s = np.full(len(self), -np.inf); s[idx] = self._maxsim(h, w, idx)
+        s = np.full(len(self), -np.inf)
+        for b in range(0, len(idx), 1024):  # in blocks: memory holds one block's vectors in float64
+            s[idx[b:b + 1024]] = maxsim_scores(h, w, self.vectors, self.bounds, idx[b:b + 1024])
         res.append(top_k(s, k, idx))
     return res

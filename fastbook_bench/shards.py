@@ -17,8 +17,8 @@ from .retriever import top_k
 
 # %% auto #0
 __all__ = ['SHARD_DTYPE', 'LISTING', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards', 'shard_scores',
-           'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory', 'faiss_index',
-           'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
+           'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory', 'sample_vectors',
+           'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/31_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -51,17 +51,33 @@ def _listing(folder:Path, settings:dict, shard_size:int) -> dict:
                              "resume with the same ones, or use another folder")
     return old
 
+# %% ../nbs/31_shards.ipynb #53e95b9f
+def _save(fn:Path, a:np.ndarray):
+    "Write array `a` to `fn` as .npy, atomically."
+    buf = io.BytesIO(); np.save(buf, a); atomic_write(fn, buf.getvalue())
+
+# %% ../nbs/31_shards.ipynb #00d439e5
+def _ragged(folder:Path, r:dict, texts:list[str], entry:dict, listing:dict) -> np.ndarray:
+    "Check a ragged result (`vectors` of all texts and their `lengths`), write its lengths; its vectors."
+    v, n = np.asarray(r['vectors']), np.asarray(r['lengths'], dtype=np.int64)
+    if v.ndim != 2 or n.shape != (len(texts),) or n.sum() != len(v):
+        raise ValueError(f"encode gave {len(v)} vectors and lengths summing to {n.sum()} for {len(texts)} texts")
+    entry.update(lengths=entry['file'].replace('vectors-', 'lengths-'), vectors=len(v)); listing['dtype'] = str(v.dtype)
+    _save(folder/entry['lengths'], n)
+    return v
+
 # %% ../nbs/31_shards.ipynb #60f613c7
-def _write_shard(folder:Path, vectors:np.ndarray, texts:list[str], start:int, listing:dict) -> int:
+def _write_shard(folder:Path, vectors, texts:list[str], start:int, listing:dict) -> int:
     "Write the `vectors` of `texts` (rows `start`...) as one shard file, then list it; the number of rows."
-    v = np.asarray(vectors)
-    if v.ndim != 2 or len(v) != len(texts): raise ValueError(f"encode gave shape {v.shape} for {len(texts)} texts")
-    buf = io.BytesIO(); np.save(buf, v.astype(SHARD_DTYPE))
-    atomic_write(folder/shard_file(start, start + len(v)), buf.getvalue())
-    listing['shards'].append(dict(file=shard_file(start, start + len(v)), start=start, stop=start + len(v),
-                                  dim=v.shape[1], texts=fingerprint(texts)))
+    stop = start + len(texts)
+    entry = dict(file=shard_file(start, stop), start=start, stop=stop, texts=fingerprint(texts))
+    if isinstance(vectors, dict): v = _ragged(folder, vectors, texts, entry, listing)
+    elif (v := np.asarray(vectors)).ndim != 2 or len(v) != len(texts):
+        raise ValueError(f"encode gave shape {v.shape} for {len(texts)} texts")
+    _save(folder/entry['file'], v if 'lengths' in entry else v.astype(SHARD_DTYPE))
+    listing['shards'].append(dict(entry, dim=v.shape[1]))
     atomic_write(folder/LISTING, json.dumps(listing, indent=1))
-    return len(v)
+    return len(texts)
 
 # %% ../nbs/31_shards.ipynb #d6a25267
 def _check_shard(folder:Path, shard:dict, texts:list[str], start:int):
@@ -187,8 +203,11 @@ def default_factory(rows:int, # vectors in the index
     return f'IVF{2 ** max(round(math.log2(math.sqrt(rows))), 1)},PQ{max(dim // 8, 1)}'
 
 # %% ../nbs/31_shards.ipynb #bc2b0882
-def _sample(folder:Path, n:int, seed:int) -> np.ndarray:
-    "`n` rows of the shards (all when there are fewer), drawn with `seed`, in row order."
+def sample_vectors(folder:str|Path, # a finished shard folder
+                   n:int,            # how many rows (all when there are fewer)
+                   *, seed:int=0     # seed of the draw
+                  ) -> np.ndarray:
+    "The vectors of `n` rows of the shards, drawn with `seed`, in row order."
     rows = read_listing(folder)['rows']
     pick = np.sort(np.random.default_rng(seed).choice(rows, min(n, rows), replace=False))
     return np.concatenate([v[pick[(pick >= s) & (pick < s + len(v))] - s] for s, v in iter_shards(folder)])
@@ -208,7 +227,7 @@ def faiss_index(folder:str|Path,          # a finished shard folder
         try: nlist = faiss.extract_index_ivf(ix).nlist
         except RuntimeError: nlist = 1
         if hasattr(ix, 'do_polysemous_training'): ix.do_polysemous_training = False  # slow, and unused here
-        ix.train(_sample(folder, train_rows or 40 * max(nlist, 256), seed))  # PQ: up to 256 centroids per code
+        ix.train(sample_vectors(folder, train_rows or 40 * max(nlist, 256), seed=seed))  # PQ: 256 centroids per code
     for _, v in iter_shards(folder): ix.add(np.ascontiguousarray(v, dtype=np.float32))
     return atomic_write(folder/'faiss.index', faiss.serialize_index(ix).tobytes())
 

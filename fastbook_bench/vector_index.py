@@ -4,19 +4,20 @@
 
 # %% ../nbs/33_vector_index.ipynb #eadf658b
 from __future__ import annotations
-import json, os
+import json, os, re
 from itertools import chain, islice
 from pathlib import Path
 from typing import Iterable
 from .core import fingerprint
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
-from .models import offline
+from .models import offline, require_neural
 from .engines import EncoderSpec, LocalEngine
-from .shards import encode_shards, sentence_encoder
+from .shards import (default_factory, encode_shards, faiss_index, faiss_recall, faiss_search, read_listing,
+                                   sample_vectors, sentence_encoder)
 
 # %% auto #0
-__all__ = ['SHARD_ROWS', 'staging_folder', 'VectorSearcher']
+__all__ = ['SHARD_ROWS', 'FAISS_SAMPLE', 'staging_folder', 'faiss_report', 'VectorSearcher']
 
 # %% ../nbs/33_vector_index.ipynb #859971d2
 SHARD_ROWS = 16384 # passages per shard of a single_vector index
@@ -28,22 +29,62 @@ def staging_folder(folder:Path,    # the folder an index is being built in
     "The hidden folder beside `folder` where the shards of this model and corpus are encoded before they move in."
     return folder.parent/f".shards-{fingerprint(json.dumps(settings, sort_keys=True), str(SHARD_ROWS), first)[:16]}"
 
+# %% ../nbs/33_vector_index.ipynb #76e70e09
+def _faiss_option(faiss:bool|str|None, encode) -> bool|str:
+    "The faiss option checked before encoding: faiss installed, and a factory faiss accepts at the model's dimension."
+    if not faiss: return False
+    require_neural('a faiss index'); import faiss as F
+    if faiss is True: return True
+    dim = encode(['x']).shape[1]
+    try: F.index_factory(dim, faiss, F.METRIC_INNER_PRODUCT)
+    except RuntimeError as e:
+        raise ValueError(f"faiss factory {faiss!r} does not fit {dim}-dimensional vectors: "
+                         f"{re.sub(r'^Error in .*? at [^ ]*?:[0-9]+: ', '', str(e))}") from None
+    return faiss
+
+# %% ../nbs/33_vector_index.ipynb #0ccd8df7
+FAISS_SAMPLE = 1000 # passages whose vectors query the faiss index and exact search, to measure recall@10
+
+def faiss_report(vectors:Path,         # a finished shard folder
+                 faiss:bool|str,       # True (the default factory) or a factory string
+                 *, nprobe:int=16,     # IVF lists scanned per query, as searches will by default
+                 seed:int=0            # seed of the training sample and of the query sample
+                ) -> dict:
+    "Build `vectors/faiss.index`; what the manifest records of it, with its recall@10 against exact search."
+    listing = read_listing(vectors); rows, dim = listing['rows'], listing['shards'][0]['dim']
+    factory = default_factory(rows, dim) if faiss is True else faiss
+    try: faiss_index(vectors, factory=factory, seed=seed)
+    except RuntimeError as e:  # e.g. too few vectors to train it
+        raise ValueError(f"faiss {factory!r} could not be built over {rows} vectors ({str(e).splitlines()[-1]}); "
+                         "the vectors are kept: build again with another factory") from None
+    queries = sample_vectors(vectors, FAISS_SAMPLE, seed=seed)
+    recall = faiss_recall(vectors, queries, k=10, nprobe=nprobe)
+    return dict(file='vectors/faiss.index', factory=factory, nprobe=nprobe, recall_at_10=recall, queries=len(queries))
+
 # %% ../nbs/33_vector_index.ipynb #ba6f10a9
-def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool, engine=None) -> dict:
+def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool, engine=None, *,
+                   faiss:bool|str|None=None) -> dict:
     "Encode the streamed `texts` into `folder/vectors`, resuming a killed build of the same corpus; the settings."
     spec = EncoderSpec(sentence_encoder, dict(model=options.model), offline=options.offline)
     encode, settings = (engine or LocalEngine()).encoder(spec)
+    faiss = _faiss_option(faiss, encode)
     texts = iter(texts); first = list(islice(texts, SHARD_ROWS))
     staging = staging_folder(folder, settings, first)
     encode_shards(chain(first, texts), staging, encode, settings=settings, shard_size=SHARD_ROWS, progress=progress)
-    os.replace(staging, folder/'vectors')
-    return dict(settings, shard_rows=SHARD_ROWS, dtype='float32', search='exact, streamed over the shards')
+    out = dict(settings, shard_rows=SHARD_ROWS, dtype='float32', search='exact, streamed over the shards')
+    if faiss: out.update(search='faiss, the shortlist reranked exactly', faiss=faiss_report(staging, faiss))
+    os.replace(staging, folder/'vectors')  # after faiss: a faiss that fails leaves the encoding to resume from
+    return out
 
 # %% ../nbs/33_vector_index.ipynb #c33873c3
 class VectorSearcher:
-    "Exact search over the vector shards of a single_vector index folder, with the model it was built with."
-    def __init__(self, folder:Path, manifest:dict, options:BuildOptions, engine=None):
+    "Search over the vector shards of a single_vector index folder (exact, or by its faiss index), with its model."
+    def __init__(self, folder:Path, manifest:dict, options:BuildOptions, engine=None, *, nprobe:int|None=None,
+                 exact:bool=False):
         built, self.engine = manifest['settings'], engine or LocalEngine()
+        if nprobe is not None and 'faiss' not in built:
+            raise ValueError(f"{folder} has no faiss index, so nprobe means nothing; build it with faiss (--faiss)")
+        self.faiss, self.nprobe = 'faiss' in built and not exact, nprobe or built.get('faiss', {}).get('nprobe', 16)
         with offline(options.offline):
             self.encode, now = sentence_encoder(built['model'], batch_size=built['batch_size'])
         if now['weights'] != built['weights']:
@@ -51,7 +92,10 @@ class VectorSearcher:
                              f"the model loaded now, {now['model']!r}, has weights {now['weights'][:12]}")
         self.vectors = Path(folder)/'vectors'
     def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
-        return self.engine.search(self.vectors, self.encode(queries), k)
+        q = self.encode(queries)
+        if self.faiss: return faiss_search(self.vectors, q, k, nprobe=self.nprobe)
+        return self.engine.search(self.vectors, q, k)
 
 # %% ../nbs/33_vector_index.ipynb #73409a64
-INDEX_KINDS['single_vector'] = IndexKind('single_vector', _vectors_build, VectorSearcher, engines=('local', 'ray'))
+INDEX_KINDS['single_vector'] = IndexKind('single_vector', _vectors_build, VectorSearcher, build_options=('faiss',),
+                                         search_options=('nprobe', 'exact'), engines=('local', 'ray'))
