@@ -8,7 +8,7 @@ import json
 from array import array
 from collections import Counter
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 import numpy as np
 from fastcore.basics import patch_to
 from .fts import okapi_idf_df, okapi_scale, tokenize
@@ -70,13 +70,12 @@ def _pair_scores(terms, tfs, lens, idf, scale, avgdl:float, k1:float, b:float) -
     return idf[terms] * tfc * scale[terms]
 
 # %% ../nbs/32_bm25_index.ipynb #ce3d02d4
-def _scatter(folder:Path, rows:np.ndarray, terms:np.ndarray, scores:np.ndarray, free:np.ndarray):
-    "Write `scores` and `rows` of the pairs into their columns' next free slots `free` (updated in place)."
+def _scatter(data:np.ndarray, ind:np.ndarray, rows:np.ndarray, terms:np.ndarray, scores:np.ndarray, free:np.ndarray):
+    "Put the pairs' `scores` and `rows` in their columns' next free slots `free` (updated) of the block's arrays."
     order = np.argsort(terms, kind='stable'); t = terms[order]
     counts = np.bincount(t, minlength=len(free))
     slot = free[t] + np.arange(len(t)) - (np.cumsum(counts) - counts)[t]
-    data = np.load(folder/'data.csc.index.npy', mmap_mode='r+'); data[slot] = scores[order]; data.flush()
-    ind = np.load(folder/'indices.csc.index.npy', mmap_mode='r+'); ind[slot] = rows[order]; ind.flush()
+    data[slot] = scores[order]; ind[slot] = rows[order]
     free += counts
 
 # %% ../nbs/32_bm25_index.ipynb #33691727
@@ -93,25 +92,59 @@ def _bm25_files(folder:Path, vocab:dict, df:np.ndarray, n:int):
     (folder/'params.index.json').write_text(json.dumps(p, indent=1))
     return indptr
 
+# %% ../nbs/32_bm25_index.ipynb #ef2bd2ba
+def _write_at(fn:Path, start:int, values:np.ndarray):
+    "Write `values` into the `.npy` file `fn` from its item `start` on."
+    off = np.load(fn, mmap_mode='r').offset  # the header's length; mapping without touching reads nothing
+    with open(fn, 'r+b') as f: f.seek(off + start * values.itemsize); f.write(values.tobytes())
+
+# %% ../nbs/32_bm25_index.ipynb #d7789028
+def _read(fn:Path, p0:int, p1:int) -> np.ndarray:
+    "Items `p0:p1` of the int32 file `fn`."
+    return np.fromfile(fn, np.int32, p1 - p0, offset=4 * p0)
+
+# %% ../nbs/32_bm25_index.ipynb #52a8eedb
+def _runs(ends:np.ndarray, size:int) -> list[tuple[int, int]]:
+    "`(i0, i1)` runs of consecutive items whose sizes (`ends`: their cumulative sum) add up to at most `size`."
+    out, i0 = [], 0
+    while i0 < len(ends):
+        t1 = max(i0 + 1, int(np.searchsorted(ends, (ends[i0 - 1] if i0 else 0) + size, 'right')))
+        out.append((i0, t1)); i0 = t1
+    return out
+
+# %% ../nbs/32_bm25_index.ipynb #09371222
+def _block(folder:Path, t0:int, t1:int, indptr:np.ndarray, runs:list, uniq:np.ndarray, score:Callable):
+    "Scores and rows of the columns of terms `t0:t1`, in bm25s's layout, from one pass over the pairs files."
+    base = int(indptr[t0]); data = np.empty(int(indptr[t1]) - base); ind = np.empty(len(data), np.int32)
+    free = indptr[t0:t1] - base
+    for d0, d1, p0, p1 in runs:
+        terms = _read(folder/'terms.tmp', p0, p1); sel = np.flatnonzero((terms >= t0) & (terms < t1))
+        if not len(sel): continue
+        rows = np.repeat(np.arange(d0, d1, dtype=np.int32), uniq[d0:d1])[sel]
+        _scatter(data, ind, rows, terms[sel] - t0, score(terms[sel], _read(folder/'tfs.tmp', p0, p1)[sel], rows), free)
+    return data, ind
+
 # %% ../nbs/32_bm25_index.ipynb #44334570
-def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool, chunk:int=1 << 22) -> dict:
-    "Write a bm25s index of the streamed `texts` into `folder`, memory-mapped throughout; the settings it used."
+def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool,
+                chunk:int=1 << 22, block:int=1 << 25) -> dict:
+    "Write a bm25s index of the streamed `texts` into `folder`, in bounded memory; the settings it used."
     k1, b, eps = BM25_PARAMS.values()
     post = _Postings(folder)
     for t in texts: post.add(t)
     a = post.close(); n = len(a['lens'])
     if not len(a['terms']): raise ValueError("no passage holds a word: nothing to index")
     idf, scale = _term_weights(post.df, n, k1, eps)
-    free, ends = _bm25_files(folder, post.vocab, post.df, n)[:-1].copy(), np.cumsum(a['uniq'], dtype=np.int64)
-    avgdl, d0 = np.asarray(a['lens']).mean(), 0
-    while d0 < n:
-        d1 = max(d0 + 1, int(np.searchsorted(ends, (ends[d0 - 1] if d0 else 0) + chunk, 'right')))
-        p0, p1 = (ends[d0 - 1] if d0 else 0), ends[d1 - 1]
-        rows = np.repeat(np.arange(d0, d1, dtype=np.int32), a['uniq'][d0:d1])
-        terms = np.asarray(a['terms'][p0:p1])
-        s = _pair_scores(terms, a['tfs'][p0:p1], np.asarray(a['lens'])[rows], idf, scale, avgdl, k1, b)
-        _scatter(folder, rows, terms, s, free); d0 = d1
-    del a
+    indptr = _bm25_files(folder, post.vocab, post.df, n)
+    lens, uniq = np.array(a['lens']), np.array(a['uniq']); avgdl = lens.mean(); del a
+    ends = np.cumsum(uniq, dtype=np.int64)
+    runs = [(d0, d1, ends[d0 - 1] if d0 else 0, ends[d1 - 1]) for d0, d1 in _runs(ends, chunk)]
+    score = lambda terms, tfs, rows: _pair_scores(terms, tfs, lens[rows], idf, scale, avgdl, k1, b)
+    top = np.empty(len(post.df))
+    for t0, t1 in _runs(indptr[1:], block):
+        data, ind = _block(folder, t0, t1, indptr, runs, uniq, score)
+        for nm, v in (('data', data), ('indices', ind)): _write_at(folder/f'{nm}.csc.index.npy', int(indptr[t0]), v)
+        top[t0:t1] = np.maximum.reduceat(data, indptr[t0:t1] - indptr[t0])
+    np.save(folder/'term_max.npy', top)
     for nm in _Postings.names: (folder/f'{nm}.tmp').unlink()
     return dict(BM25_PARAMS, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi', engine='bm25s')
 
@@ -121,11 +154,52 @@ class BM25Searcher:
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
         import bm25s
         self.engine, self.n = bm25s.BM25.load(folder, mmap=True), manifest['corpus']['documents']
+        self.term_max = np.load(Path(folder)/'term_max.npy', mmap_mode='r')
+        self.ptr, self.ind, self.data = (self.engine.scores[x] for x in ('indptr', 'indices', 'data'))
     def scores(self, query:str) -> np.ndarray:
+        "The score of every passage for `query`."
         ids = self.engine.get_tokens_ids(tokenize(query))
         return self.engine.get_scores_from_ids(ids) if ids else np.zeros(self.n)
-    def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
-        return [top_k(self.scores(q), k) for q in queries]
+
+# %% ../nbs/32_bm25_index.ipynb #b8ad474c
+@patch_to(BM25Searcher)
+def row_scores(self, ids:list[int], rows:np.ndarray) -> np.ndarray:
+    "The scores of the sorted `rows` for the query's term ids `ids`."
+    s, rows = np.zeros(len(rows)), np.asarray(rows, self.ind.dtype)  # one dtype: searchsorted copies nothing
+    for t in ids:
+        col = self.ind[self.ptr[t]:self.ptr[t + 1]]; pos = np.minimum(np.searchsorted(col, rows), len(col) - 1)
+        s += np.where(col[pos] == rows, self.data[self.ptr[t]:self.ptr[t + 1]][pos], 0.0)
+    return s
+
+# %% ../nbs/32_bm25_index.ipynb #c243d296
+@patch_to(BM25Searcher)
+def candidates(self, ids:list[int], k:int) -> np.ndarray|None:
+    "Sorted rows holding every passage of the top `k` for term ids `ids`, or None where pruning does not pay."
+    terms, mult = np.unique(ids, return_counts=True)
+    col = lambda ts: np.unique(np.concatenate([self.ind[self.ptr[t]:self.ptr[t + 1]] for t in ts]))
+    lens, limit = self.ptr[terms + 1] - self.ptr[terms], max(self.n // 32, 4096)  # beyond, scoring all costs less
+    by_len = np.argsort(lens, kind='stable')
+    for j in range(1, len(terms) + 1):
+        if lens[by_len[:j]].sum() > limit: return None
+        if len(seed := col(terms[by_len[:j]])) >= k: break
+    else: return None
+    theta = np.partition(self.row_scores(ids, seed), len(seed) - k)[len(seed) - k]
+    ub = np.maximum(self.term_max[terms], 0) * mult; order = np.argsort(ub, kind='stable')
+    skip = np.searchsorted(np.cumsum(ub[order]) * (1 + 1e-9), theta)  # these words' bound stays below theta
+    rows = col(terms[order[min(skip, len(terms) - 1):]]) if theta > 0 else None
+    return rows if rows is not None and len(rows) <= limit else None
+
+# %% ../nbs/32_bm25_index.ipynb #84614976
+@patch_to(BM25Searcher)
+def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
+    "The best `k` `(row, score)` pairs of each query: the candidates' scores, or every passage's."
+    out = []
+    for q in queries:
+        ids = self.engine.get_tokens_ids(tokenize(q))
+        rows = self.candidates(ids, k) if ids else None
+        if rows is None: out.append(top_k(self.scores(q), k))
+        else: out.append([(int(rows[i]), s) for i, s in top_k(self.row_scores(ids, rows), k)])
+    return out
 
 # %% ../nbs/32_bm25_index.ipynb #6ca8114e
 INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher)
