@@ -4,7 +4,7 @@
 
 # %% ../nbs/30_index.ipynb #249aeb2c
 from __future__ import annotations
-import hashlib, json, sqlite3, sys
+import gzip, hashlib, json, sqlite3, sys
 import importlib
 from array import array
 from dataclasses import dataclass
@@ -22,7 +22,7 @@ from .runs import read_poleval, to_run, write_poleval, write_run
 
 # %% auto #0
 __all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'file_sha256', 'corpus_file', 'DocIds', 'read_manifest',
-           'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
+           'count_lines', 'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
 
 # %% ../nbs/30_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
@@ -110,13 +110,22 @@ def _check_out(out:Path):
     if out.is_dir() and any(out.iterdir()) and not (out/'manifest.json').is_file():
         raise FileExistsError(f"{out}: a folder that is not an index; give an empty or new folder")
 
+# %% ../nbs/30_index.ipynb #c288a32a
+def count_lines(path:str|Path # a text file, gzipped when its name ends in .gz
+               ) -> int:
+    "The number of lines of `path` (a last line without a line break counted too), from its bytes undecoded."
+    p = Path(path); n, last = 0, b'\n'
+    with (gzip.open(p, 'rb') if p.suffix == '.gz' else open(p, 'rb')) as f:
+        for b in iter(lambda: f.read(1 << 24), b''): n, last = n + b.count(b'\n'), b[-1:]
+    return n + (last != b'\n')
+
 # %% ../nbs/30_index.ipynb #6f08e9fe
 def _passages(src:Path, ids:_IdWriter, progress:bool) -> Iterator[str]:
     "The texts of `src`, streamed, their ids written by `ids` on the way, with a progress bar."
     it = iter_corpus(src)
     if progress:
         from tqdm.auto import tqdm
-        it = tqdm(it, desc='indexing', unit=' passages', file=sys.stderr)
+        it = tqdm(it, desc='indexing', unit=' passages', total=count_lines(src), file=sys.stderr)
     return (ids.add(i, t) for i, t in it)
 
 # %% ../nbs/30_index.ipynb #5661ff77
