@@ -33,7 +33,8 @@ class _Postings:
     def add(self, text:str):
         toks = tokenize(text); c = Counter(toks)  # counted as strings, in C; then each distinct word gets its id
         b, v = self.buf, self.vocab
-        b['terms'].extend([v.setdefault(t, len(v)) for t in c]); b['tfs'].extend(c.values())
+        ids = list(map(v.get, c))  # known words in one C loop; a passage with a new word gives ids in order
+        b['terms'].extend(ids if None not in ids else [v.setdefault(t, len(v)) for t in c]); b['tfs'].extend(c.values())
         b['uniq'].append(len(c)); b['lens'].append(len(toks))
         if len(b['lens']) >= self.batch: self.flush()
 
