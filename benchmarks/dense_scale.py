@@ -89,7 +89,7 @@ def main():
     p.add_argument('--factory'); p.add_argument('--nprobe', type=int, default=16)
     p.add_argument('--rerank', type=int, default=10); p.add_argument('--seed', type=int, default=0)
     a = p.parse_args()
-    if a.step: print(json.dumps(STEPS[a.step](a))); return
+    if a.step: print(json.dumps(dict(STEPS[a.step](a), load_1_5_15=os.getloadavg()))); return  # the machine is shared
     d = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix='dense_scale.'))
     args = [f'--{k.replace("_", "-")}={v}' for k, v in vars(a).items() if k not in ('step', 'dir', 'out') and v is not None]
     try:

@@ -17,7 +17,7 @@ from .methods import BuildOptions
 from .retriever import top_k
 
 # %% auto #0
-__all__ = ['BM25_PARAMS', 'BM25Searcher']
+__all__ = ['BM25_PARAMS', 'long_column', 'BM25Searcher']
 
 # %% ../nbs/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
@@ -125,9 +125,34 @@ def _block(folder:Path, t0:int, t1:int, indptr:np.ndarray, runs:list, uniq:np.nd
         _scatter(data, ind, rows, terms[sel] - t0, score(terms[sel], _read(folder/'tfs.tmp', p0, p1)[sel], rows), free)
     return data, ind
 
+# %% ../nbs/32_bm25_index.ipynb #b19ffb15
+def long_column(n:int) -> int:
+    "Columns longer than this, in a matrix of `n` passages, get an impact-ordered copy; a search scans shorter ones."
+    return max(n // 32, 4096)
+
+# %% ../nbs/32_bm25_index.ipynb #b06621ef
+def _read_npy(fn:Path, p0:int, p1:int) -> np.ndarray:
+    "Items `p0:p1` of the `.npy` file `fn`."
+    m = np.load(fn, mmap_mode='r')
+    return np.fromfile(fn, m.dtype, p1 - p0, offset=m.offset + p0 * m.itemsize)
+
+# %% ../nbs/32_bm25_index.ipynb #061cd438
+def _impacts(folder:Path, indptr:np.ndarray, long:int):
+    "Write the columns longer than `long` best first: their term ids, starts, negated scores and rows (`impact.*`)."
+    lens = np.diff(indptr); terms = np.flatnonzero(lens > long)
+    ptr = np.concatenate([[0], np.cumsum(lens[terms])]).astype(np.int64)
+    np.save(folder/'impact.terms.npy', terms); np.save(folder/'impact.indptr.npy', ptr)
+    for nm, dt in (('scores', np.float64), ('rows', np.int32)):
+        np.lib.format.open_memmap(folder/f'impact.{nm}.npy', 'w+', dt, (int(ptr[-1]),)).flush()
+    for t, p in zip(terms, ptr):
+        d = _read_npy(folder/'data.csc.index.npy', indptr[t], indptr[t + 1]); o = np.argsort(-d, kind='stable')
+        _write_at(folder/'impact.scores.npy', int(p), -d[o])
+        r = _read_npy(folder/'indices.csc.index.npy', indptr[t], indptr[t + 1])
+        _write_at(folder/'impact.rows.npy', int(p), r[o])
+
 # %% ../nbs/32_bm25_index.ipynb #44334570
 def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool,
-                chunk:int=1 << 22, block:int=1 << 25) -> dict:
+                chunk:int=1 << 22, block:int=1 << 25, long:int|None=None) -> dict:
     "Write a bm25s index of the streamed `texts` into `folder`, in bounded memory; the settings it used."
     k1, b, eps = BM25_PARAMS.values()
     post = _Postings(folder)
@@ -145,7 +170,7 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
         data, ind = _block(folder, t0, t1, indptr, runs, uniq, score)
         for nm, v in (('data', data), ('indices', ind)): _write_at(folder/f'{nm}.csc.index.npy', int(indptr[t0]), v)
         top[t0:t1] = np.maximum.reduceat(data, indptr[t0:t1] - indptr[t0])
-    np.save(folder/'term_max.npy', top)
+    np.save(folder/'term_max.npy', top); _impacts(folder, indptr, long_column(n) if long is None else long)
     for nm in _Postings.names: (folder/f'{nm}.tmp').unlink()
     return dict(BM25_PARAMS, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi', engine='bm25s')
 
@@ -154,13 +179,29 @@ class BM25Searcher:
     "Searches the memory-mapped bm25s matrix of an index folder."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
         import bm25s
-        self.engine, self.n = bm25s.BM25.load(folder, mmap=True), manifest['corpus']['documents']
-        self.term_max = np.load(Path(folder)/'term_max.npy', mmap_mode='r')
-        self.ptr, self.ind, self.data = (self.engine.scores[x] for x in ('indptr', 'indices', 'data'))
+        f = Path(folder); self.engine, self.n = bm25s.BM25.load(f, mmap=True), manifest['corpus']['documents']
+        self.ptr, self.ind, self.data = (np.asarray(self.engine.scores[x]) for x in ('indptr', 'indices', 'data'))
+        self.term_max = np.load(f/'term_max.npy', mmap_mode='r')
+        self.imp = {x: np.asarray(np.load(f/f'impact.{x}.npy', mmap_mode='r'))
+                    for x in ('terms', 'indptr', 'scores', 'rows')}  # the long columns, best first
     def scores(self, query:str) -> np.ndarray:
         "The score of every passage for `query`."
         ids = self.engine.get_tokens_ids(tokenize(query))
         return self.engine.get_scores_from_ids(ids) if ids else np.zeros(self.n)
+
+# %% ../nbs/32_bm25_index.ipynb #2fa771bb
+@patch_to(BM25Searcher)
+def entries(self, t:int, at_least:float=-np.inf, k:int|None=None) -> tuple[np.ndarray, np.ndarray]:
+    "Rows and scores of column `t`'s entries scoring `at_least` (at most its `k` best), in no particular order."
+    j = np.searchsorted(self.imp['terms'], t)
+    if j < len(self.imp['terms']) and self.imp['terms'][j] == t:
+        p0, p1 = self.imp['indptr'][j:j + 2]; neg = self.imp['scores'][p0:p1]
+        c = min(np.searchsorted(neg, -at_least, 'right'), k or p1 - p0)
+        return self.imp['rows'][p0:p0 + c], -neg[:c]
+    r, d = self.ind[self.ptr[t]:self.ptr[t + 1]], self.data[self.ptr[t]:self.ptr[t + 1]]
+    keep = np.flatnonzero(d >= at_least)
+    if k is not None and len(keep) > k: keep = keep[np.argpartition(d[keep], -k)[-k:]]
+    return r[keep], d[keep]
 
 # %% ../nbs/32_bm25_index.ipynb #b8ad474c
 @patch_to(BM25Searcher)
@@ -172,23 +213,46 @@ def row_scores(self, ids:list[int], rows:np.ndarray) -> np.ndarray:
         s += np.where(col[pos] == rows, self.data[self.ptr[t]:self.ptr[t + 1]][pos], 0.0)
     return s
 
-# %% ../nbs/32_bm25_index.ipynb #c243d296
+# %% ../nbs/32_bm25_index.ipynb #0926c6ac
+@patch_to(BM25Searcher)
+def theta(self, terms:np.ndarray, ids:list[int], k:int) -> float|None:
+    "A score that `k` passages reach: the `k`-th best of the best rows of `terms`' columns (None: under `k` rows)."
+    seed = np.unique(np.concatenate([self.entries(t, k=8 * k)[0] for t in terms]))  # 8: measured, not tuned finely
+    return np.partition(self.row_scores(ids, seed), len(seed) - k)[-k] if len(seed) >= k else None
+
+# %% ../nbs/32_bm25_index.ipynb #156db8d4
+@patch_to(BM25Searcher)
+def partial(self, short:list, long:list) -> tuple[np.ndarray, np.ndarray]|None:
+    "Rows and partial scores: all rows of the `short` (term, times) columns, and the long (term, times, above) ones'."
+    cat = lambda xs, dt: np.concatenate(xs or [np.zeros(0, dt)])
+    sc = [(self.ind[self.ptr[t]:self.ptr[t + 1]], self.data[self.ptr[t]:self.ptr[t + 1]] * m) for t, m in short]
+    lc = [(r, d * m) for t, m, above in long for r, d in [self.entries(t, above / m)]]
+    if sum(len(r) for r, _ in sc + lc) > long_column(self.n): return None  # too many: scoring all costs less
+    (s, ps), (l, pl) = [(rows, np.bincount(inv, cat([d for _, d in c], float), len(rows)).astype(float))
+                        for c in (sc, lc) for rows, inv in [np.unique(cat([r for r, _ in c], self.ind.dtype),
+                                                                      return_inverse=True)]]
+    for t, m, _ in long: ps += self.row_scores([t] * int(m), s)  # a short column's rows in the long columns
+    keep = ~np.isin(l, s); rows, part = np.concatenate([s, l[keep]]), np.concatenate([ps, pl[keep]])
+    return rows, part
+
+# %% ../nbs/32_bm25_index.ipynb #b45d2ec3
 @patch_to(BM25Searcher)
 def candidates(self, ids:list[int], k:int) -> np.ndarray|None:
     "Sorted rows holding every passage of the top `k` for term ids `ids`, or None where pruning does not pay."
     terms, mult = np.unique(ids, return_counts=True)
-    col = lambda ts: np.unique(np.concatenate([self.ind[self.ptr[t]:self.ptr[t + 1]] for t in ts]))
-    lens, limit = self.ptr[terms + 1] - self.ptr[terms], max(self.n // 32, 4096)  # beyond, scoring all costs less
-    by_len = np.argsort(lens, kind='stable')
-    for j in range(1, len(terms) + 1):
-        if lens[by_len[:j]].sum() > limit: return None
-        if len(seed := col(terms[by_len[:j]])) >= k: break
-    else: return None
-    theta = np.partition(self.row_scores(ids, seed), len(seed) - k)[len(seed) - k]
-    ub = np.maximum(self.term_max[terms], 0) * mult; order = np.argsort(ub, kind='stable')
-    skip = np.searchsorted(np.cumsum(ub[order]) * (1 + 1e-9), theta)  # these words' bound stays below theta
-    rows = col(terms[order[min(skip, len(terms) - 1):]]) if theta > 0 else None
-    return rows if rows is not None and len(rows) <= limit else None
+    if (theta := self.theta(terms, ids, k)) is None or theta <= 0: return None
+    ub = np.maximum(self.term_max[terms], 0) * mult; order = np.argsort(ub, kind='stable'); bound = np.cumsum(ub[order])
+    skip = min(int(np.searchsorted(bound * (1 + 1e-9), theta)), len(terms) - 1)  # their bound stays below theta
+    ess, rest = order[skip:], (bound[skip - 1] if skip else 0.0)
+    is_long = np.isin(terms[ess], self.imp['terms']); lub = ub[ess][is_long].sum()
+    got = self.partial([(terms[e], mult[e]) for e in ess[~is_long]],
+                       [(terms[e], mult[e], theta * (1 - 1e-9) - rest - lub + ub[e]) for e in ess[is_long]])
+    if got is None: return None
+    rows, part = got
+    if len(rows) > k:  # the exact scores of the best partial scores may raise theta
+        theta = max(theta, self.row_scores(ids, np.sort(rows[np.argpartition(part, -k)[-k:]])).min())
+    rows = np.sort(rows[(part + rest) * (1 + 1e-9) >= theta])
+    return rows if len(rows) <= long_column(self.n) else None
 
 # %% ../nbs/32_bm25_index.ipynb #84614976
 @patch_to(BM25Searcher)
