@@ -4,7 +4,7 @@
 
 # %% ../nbs/32_bm25_index.ipynb #dc205fab
 from __future__ import annotations
-import json
+import json, mmap
 from array import array
 from collections import Counter
 from pathlib import Path
@@ -174,20 +174,33 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     for nm in _Postings.names: (folder/f'{nm}.tmp').unlink()
     return dict(BM25_PARAMS, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi', engine='bm25s')
 
+# %% ../nbs/32_bm25_index.ipynb #16cf42d8
+def _mapped(fn:Path) -> tuple[np.ndarray, mmap.mmap]:
+    "The array of the `.npy` file `fn`, memory-mapped read-only, and its mapping."
+    m = np.load(fn, mmap_mode='r')
+    with open(fn, 'rb') as f: mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(mm, m.dtype, m.size, m.offset), mm
+
 # %% ../nbs/32_bm25_index.ipynb #00d00a07
 class BM25Searcher:
     "Searches the memory-mapped bm25s matrix of an index folder."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
         import bm25s
         f = Path(folder); self.engine, self.n = bm25s.BM25.load(f, mmap=True), manifest['corpus']['documents']
+        arrs = {x: _mapped(f/f'{x}.csc.index.npy') for x in ('data', 'indices')}
+        arrs.update({x: _mapped(f/f'impact.{x}.npy') for x in ('terms', 'indptr', 'scores', 'rows')})
+        self.maps = [mm for _, mm in arrs.values()]
+        self.engine.scores.update(data=arrs['data'][0], indices=arrs['indices'][0])  # bm25s reads ours too
         self.ptr, self.ind, self.data = (np.asarray(self.engine.scores[x]) for x in ('indptr', 'indices', 'data'))
-        self.term_max = np.load(f/'term_max.npy', mmap_mode='r')
-        self.imp = {x: np.asarray(np.load(f/f'impact.{x}.npy', mmap_mode='r'))
-                    for x in ('terms', 'indptr', 'scores', 'rows')}  # the long columns, best first
+        self.imp = {x: arrs[x][0] for x in ('terms', 'indptr', 'scores', 'rows')}  # the long columns, best first
+        self.term_max = np.load(f/'term_max.npy')
     def scores(self, query:str) -> np.ndarray:
         "The score of every passage for `query`."
         ids = self.engine.get_tokens_ids(tokenize(query))
         return self.engine.get_scores_from_ids(ids) if ids else np.zeros(self.n)
+    def release(self):
+        "Unmap the pages read so far (they stay in the page cache)."
+        for mm in self.maps: mm.madvise(mmap.MADV_DONTNEED)
 
 # %% ../nbs/32_bm25_index.ipynb #2fa771bb
 @patch_to(BM25Searcher)
@@ -259,11 +272,12 @@ def candidates(self, ids:list[int], k:int) -> np.ndarray|None:
 def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
     "The best `k` `(row, score)` pairs of each query: the candidates' scores, or every passage's."
     out = []
-    for q in queries:
+    for j, q in enumerate(queries):
         ids = self.engine.get_tokens_ids(tokenize(q))
         rows = self.candidates(ids, k) if ids else None
         if rows is None: out.append(top_k(self.scores(q), k))
         else: out.append([(int(rows[i]), s) for i, s in top_k(self.row_scores(ids, rows), k)])
+        if j % 32 == 31 or j == len(queries) - 1: self.release()  # pages of 32 queries at most stay mapped
     return out
 
 # %% ../nbs/32_bm25_index.ipynb #6ca8114e
