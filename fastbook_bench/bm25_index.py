@@ -186,7 +186,9 @@ class BM25Searcher:
     "Searches the memory-mapped bm25s matrix of an index folder."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
         import bm25s
-        f = Path(folder); self.engine, self.n = bm25s.BM25.load(f, mmap=True), manifest['corpus']['documents']
+        if not (f := Path(folder)/'term_max.npy').is_file():
+            raise FileNotFoundError(f"{folder}: a bm25 index of an earlier version (no {f.name}); build it again")
+        f = f.parent; self.engine, self.n = bm25s.BM25.load(f, mmap=True), manifest['corpus']['documents']
         arrs = {x: _mapped(f/f'{x}.csc.index.npy') for x in ('data', 'indices')}
         arrs.update({x: _mapped(f/f'impact.{x}.npy') for x in ('terms', 'indptr', 'scores', 'rows')})
         self.maps = [mm for _, mm in arrs.values()]
