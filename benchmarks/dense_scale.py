@@ -3,8 +3,9 @@ the faiss IVF-PQ option with its recall@10 against exact, on seeded synthetic ve
 possible on a CPU; the vectors stand in for MiniLM's: 384 dimensions, unit length, clustered).
 
 Each step runs in its own process, so its peak memory (ru_maxrss) is its own:
-- shards: `encode_shards` over the row numbers with an "encoder" that draws each row's vector from a seeded generator
-  (points around --clusters random centres, normalised): seconds, rows/s, peak RSS, size on disk;
+- shards: `encode_shards` over the row numbers with an "encoder" that draws each row's vector from the seeded generator
+  of its block of 1,024 rows (points around --clusters random centres, normalised): seconds, rows/s, peak RSS, size on
+  disk;
 - exact: `search_shards` for --queries query vectors (noisy copies of random rows) at k = 10: queries/s, peak RSS;
   its rankings are kept (exact.json) for the recall of the next steps;
 - faiss: `faiss_index` (default recipe `default_factory`, or --factory): seconds, peak RSS, index size;
@@ -26,12 +27,15 @@ def centres(a) -> np.ndarray:
     "The seeded cluster centres."
     return np.random.default_rng(a.seed).standard_normal((a.clusters, a.dim), dtype=np.float32)
 
+BLOCK = 1024  # rows drawn together by one seeded generator
+
 def rows_vectors(rows:np.ndarray, c:np.ndarray, a) -> np.ndarray:
-    "The synthetic unit vectors of `rows`: each row's own generator, so any block of rows gives the same vectors."
-    out = np.empty((len(rows), a.dim), np.float32)
-    for j, r in enumerate(rows):
-        g = np.random.default_rng([a.seed, int(r)])
-        out[j] = c[g.integers(len(c))] + a.noise * g.standard_normal(a.dim, dtype=np.float32)
+    "The synthetic unit vectors of `rows`: each block of BLOCK rows has its own generator, so any rows give the same."
+    rows, out = np.asarray(rows, np.int64), np.empty((len(rows), a.dim), np.float32)
+    for b in np.unique(rows // BLOCK):
+        g, sel = np.random.default_rng([a.seed, int(b)]), rows // BLOCK == b
+        v = c[g.integers(len(c), size=BLOCK)] + a.noise * g.standard_normal((BLOCK, a.dim), dtype=np.float32)
+        out[sel] = v[rows[sel] % BLOCK]
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 def query_vectors(a) -> np.ndarray:
@@ -55,7 +59,7 @@ def step_shards(a) -> dict:
 def step_exact(a) -> dict:
     from fastbook_bench.shards import search_shards
     q = query_vectors(a); t = time.perf_counter()
-    res = search_shards(Path(a.dir)/'vectors', q, 10)
+    res = search_shards(Path(a.dir)/'vectors', q, 10, block=a.block)
     s = time.perf_counter() - t
     (Path(a.dir)/'exact.json').write_text(json.dumps(res))
     return dict(step='exact', queries=len(q), seconds=round(s, 2), queries_per_s=round(len(q) / s, 1),
@@ -86,10 +90,11 @@ def main():
     p.add_argument('--vectors', type=int, default=8_841_823); p.add_argument('--dim', type=int, default=384)
     p.add_argument('--clusters', type=int, default=1000); p.add_argument('--noise', type=float, default=0.5)
     p.add_argument('--queries', type=int, default=1000); p.add_argument('--shard-size', type=int, default=16384)
+    p.add_argument('--block', type=int, default=4096, help="search_shards's rows scored at once")
     p.add_argument('--factory'); p.add_argument('--nprobe', type=int, default=16)
     p.add_argument('--rerank', type=int, default=10); p.add_argument('--seed', type=int, default=0)
     a = p.parse_args()
-    if a.step: print(json.dumps(STEPS[a.step](a))); return
+    if a.step: print(json.dumps(dict(STEPS[a.step](a), load_1_5_15=os.getloadavg()))); return  # the machine is shared
     d = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix='dense_scale.'))
     args = [f'--{k.replace("_", "-")}={v}' for k, v in vars(a).items() if k not in ('step', 'dir', 'out') and v is not None]
     try:

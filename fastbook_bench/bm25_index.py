@@ -4,11 +4,11 @@
 
 # %% ../nbs/32_bm25_index.ipynb #dc205fab
 from __future__ import annotations
-import json
+import json, mmap
 from array import array
 from collections import Counter
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 import numpy as np
 from fastcore.basics import patch_to
 from .fts import okapi_idf_df, okapi_scale, tokenize
@@ -17,7 +17,7 @@ from .methods import BuildOptions
 from .retriever import top_k
 
 # %% auto #0
-__all__ = ['BM25_PARAMS', 'BM25Searcher']
+__all__ = ['BM25_PARAMS', 'long_column', 'BM25Searcher']
 
 # %% ../nbs/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
@@ -33,7 +33,8 @@ class _Postings:
     def add(self, text:str):
         toks = tokenize(text); c = Counter(toks)  # counted as strings, in C; then each distinct word gets its id
         b, v = self.buf, self.vocab
-        b['terms'].extend([v.setdefault(t, len(v)) for t in c]); b['tfs'].extend(c.values())
+        ids = list(map(v.get, c))  # known words in one C loop; a passage with a new word gives ids in order
+        b['terms'].extend(ids if None not in ids else [v.setdefault(t, len(v)) for t in c]); b['tfs'].extend(c.values())
         b['uniq'].append(len(c)); b['lens'].append(len(toks))
         if len(b['lens']) >= self.batch: self.flush()
 
@@ -70,13 +71,12 @@ def _pair_scores(terms, tfs, lens, idf, scale, avgdl:float, k1:float, b:float) -
     return idf[terms] * tfc * scale[terms]
 
 # %% ../nbs/32_bm25_index.ipynb #ce3d02d4
-def _scatter(folder:Path, rows:np.ndarray, terms:np.ndarray, scores:np.ndarray, free:np.ndarray):
-    "Write `scores` and `rows` of the pairs into their columns' next free slots `free` (updated in place)."
+def _scatter(data:np.ndarray, ind:np.ndarray, rows:np.ndarray, terms:np.ndarray, scores:np.ndarray, free:np.ndarray):
+    "Put the pairs' `scores` and `rows` in their columns' next free slots `free` (updated) of the block's arrays."
     order = np.argsort(terms, kind='stable'); t = terms[order]
     counts = np.bincount(t, minlength=len(free))
     slot = free[t] + np.arange(len(t)) - (np.cumsum(counts) - counts)[t]
-    data = np.load(folder/'data.csc.index.npy', mmap_mode='r+'); data[slot] = scores[order]; data.flush()
-    ind = np.load(folder/'indices.csc.index.npy', mmap_mode='r+'); ind[slot] = rows[order]; ind.flush()
+    data[slot] = scores[order]; ind[slot] = rows[order]
     free += counts
 
 # %% ../nbs/32_bm25_index.ipynb #33691727
@@ -93,39 +93,194 @@ def _bm25_files(folder:Path, vocab:dict, df:np.ndarray, n:int):
     (folder/'params.index.json').write_text(json.dumps(p, indent=1))
     return indptr
 
+# %% ../nbs/32_bm25_index.ipynb #ef2bd2ba
+def _write_at(fn:Path, start:int, values:np.ndarray):
+    "Write `values` into the `.npy` file `fn` from its item `start` on."
+    off = np.load(fn, mmap_mode='r').offset  # the header's length; mapping without touching reads nothing
+    with open(fn, 'r+b') as f: f.seek(off + start * values.itemsize); f.write(values.tobytes())
+
+# %% ../nbs/32_bm25_index.ipynb #d7789028
+def _read(fn:Path, p0:int, p1:int) -> np.ndarray:
+    "Items `p0:p1` of the int32 file `fn`."
+    return np.fromfile(fn, np.int32, p1 - p0, offset=4 * p0)
+
+# %% ../nbs/32_bm25_index.ipynb #52a8eedb
+def _runs(ends:np.ndarray, size:int) -> list[tuple[int, int]]:
+    "`(i0, i1)` runs of consecutive items whose sizes (`ends`: their cumulative sum) add up to at most `size`."
+    out, i0 = [], 0
+    while i0 < len(ends):
+        t1 = max(i0 + 1, int(np.searchsorted(ends, (ends[i0 - 1] if i0 else 0) + size, 'right')))
+        out.append((i0, t1)); i0 = t1
+    return out
+
+# %% ../nbs/32_bm25_index.ipynb #09371222
+def _block(folder:Path, t0:int, t1:int, indptr:np.ndarray, runs:list, uniq:np.ndarray, score:Callable):
+    "Scores and rows of the columns of terms `t0:t1`, in bm25s's layout, from one pass over the pairs files."
+    base = int(indptr[t0]); data = np.empty(int(indptr[t1]) - base); ind = np.empty(len(data), np.int32)
+    free = indptr[t0:t1] - base
+    for d0, d1, p0, p1 in runs:
+        terms = _read(folder/'terms.tmp', p0, p1); sel = np.flatnonzero((terms >= t0) & (terms < t1))
+        if not len(sel): continue
+        rows = np.repeat(np.arange(d0, d1, dtype=np.int32), uniq[d0:d1])[sel]
+        _scatter(data, ind, rows, terms[sel] - t0, score(terms[sel], _read(folder/'tfs.tmp', p0, p1)[sel], rows), free)
+    return data, ind
+
+# %% ../nbs/32_bm25_index.ipynb #b19ffb15
+def long_column(n:int) -> int:
+    "Columns longer than this, in a matrix of `n` passages, get an impact-ordered copy; a search scans shorter ones."
+    return max(n // 32, 4096)
+
+# %% ../nbs/32_bm25_index.ipynb #b06621ef
+def _read_npy(fn:Path, p0:int, p1:int) -> np.ndarray:
+    "Items `p0:p1` of the `.npy` file `fn`."
+    m = np.load(fn, mmap_mode='r')
+    return np.fromfile(fn, m.dtype, p1 - p0, offset=m.offset + p0 * m.itemsize)
+
+# %% ../nbs/32_bm25_index.ipynb #061cd438
+def _impacts(folder:Path, indptr:np.ndarray, long:int):
+    "Write the columns longer than `long` best first: their term ids, starts, negated scores and rows (`impact.*`)."
+    lens = np.diff(indptr); terms = np.flatnonzero(lens > long)
+    ptr = np.concatenate([[0], np.cumsum(lens[terms])]).astype(np.int64)
+    np.save(folder/'impact.terms.npy', terms); np.save(folder/'impact.indptr.npy', ptr)
+    for nm, dt in (('scores', np.float64), ('rows', np.int32)):
+        np.lib.format.open_memmap(folder/f'impact.{nm}.npy', 'w+', dt, (int(ptr[-1]),)).flush()
+    for t, p in zip(terms, ptr):
+        d = _read_npy(folder/'data.csc.index.npy', indptr[t], indptr[t + 1]); o = np.argsort(-d, kind='stable')
+        _write_at(folder/'impact.scores.npy', int(p), -d[o])
+        r = _read_npy(folder/'indices.csc.index.npy', indptr[t], indptr[t + 1])
+        _write_at(folder/'impact.rows.npy', int(p), r[o])
+
 # %% ../nbs/32_bm25_index.ipynb #44334570
-def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool, chunk:int=1 << 22) -> dict:
-    "Write a bm25s index of the streamed `texts` into `folder`, memory-mapped throughout; the settings it used."
+def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool,
+                chunk:int=1 << 22, block:int=1 << 25, long:int|None=None) -> dict:
+    "Write a bm25s index of the streamed `texts` into `folder`, in bounded memory; the settings it used."
     k1, b, eps = BM25_PARAMS.values()
     post = _Postings(folder)
     for t in texts: post.add(t)
     a = post.close(); n = len(a['lens'])
     if not len(a['terms']): raise ValueError("no passage holds a word: nothing to index")
     idf, scale = _term_weights(post.df, n, k1, eps)
-    free, ends = _bm25_files(folder, post.vocab, post.df, n)[:-1].copy(), np.cumsum(a['uniq'], dtype=np.int64)
-    avgdl, d0 = np.asarray(a['lens']).mean(), 0
-    while d0 < n:
-        d1 = max(d0 + 1, int(np.searchsorted(ends, (ends[d0 - 1] if d0 else 0) + chunk, 'right')))
-        p0, p1 = (ends[d0 - 1] if d0 else 0), ends[d1 - 1]
-        rows = np.repeat(np.arange(d0, d1, dtype=np.int32), a['uniq'][d0:d1])
-        terms = np.asarray(a['terms'][p0:p1])
-        s = _pair_scores(terms, a['tfs'][p0:p1], np.asarray(a['lens'])[rows], idf, scale, avgdl, k1, b)
-        _scatter(folder, rows, terms, s, free); d0 = d1
-    del a
+    indptr = _bm25_files(folder, post.vocab, post.df, n)
+    lens, uniq = np.array(a['lens']), np.array(a['uniq']); avgdl = lens.mean(); del a
+    ends = np.cumsum(uniq, dtype=np.int64)
+    runs = [(d0, d1, ends[d0 - 1] if d0 else 0, ends[d1 - 1]) for d0, d1 in _runs(ends, chunk)]
+    score = lambda terms, tfs, rows: _pair_scores(terms, tfs, lens[rows], idf, scale, avgdl, k1, b)
+    top = np.empty(len(post.df))
+    for t0, t1 in _runs(indptr[1:], block):
+        data, ind = _block(folder, t0, t1, indptr, runs, uniq, score)
+        for nm, v in (('data', data), ('indices', ind)): _write_at(folder/f'{nm}.csc.index.npy', int(indptr[t0]), v)
+        top[t0:t1] = np.maximum.reduceat(data, indptr[t0:t1] - indptr[t0])
+    np.save(folder/'term_max.npy', top); _impacts(folder, indptr, long_column(n) if long is None else long)
     for nm in _Postings.names: (folder/f'{nm}.tmp').unlink()
     return dict(BM25_PARAMS, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi', engine='bm25s')
+
+# %% ../nbs/32_bm25_index.ipynb #16cf42d8
+def _mapped(fn:Path) -> tuple[np.ndarray, mmap.mmap]:
+    "The array of the `.npy` file `fn`, memory-mapped read-only, and its mapping."
+    m = np.load(fn, mmap_mode='r')
+    with open(fn, 'rb') as f: mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    return np.frombuffer(mm, m.dtype, m.size, m.offset), mm
 
 # %% ../nbs/32_bm25_index.ipynb #00d00a07
 class BM25Searcher:
     "Searches the memory-mapped bm25s matrix of an index folder."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
         import bm25s
-        self.engine, self.n = bm25s.BM25.load(folder, mmap=True), manifest['corpus']['documents']
+        if not (f := Path(folder)/'term_max.npy').is_file():
+            raise FileNotFoundError(f"{folder}: a bm25 index of an earlier version (no {f.name}); build it again")
+        f = f.parent; self.engine, self.n = bm25s.BM25.load(f, mmap=True), manifest['corpus']['documents']
+        arrs = {x: _mapped(f/f'{x}.csc.index.npy') for x in ('data', 'indices')}
+        arrs.update({x: _mapped(f/f'impact.{x}.npy') for x in ('terms', 'indptr', 'scores', 'rows')})
+        self.maps = [mm for _, mm in arrs.values()]
+        self.engine.scores.update(data=arrs['data'][0], indices=arrs['indices'][0])  # bm25s reads ours too
+        self.ptr, self.ind, self.data = (np.asarray(self.engine.scores[x]) for x in ('indptr', 'indices', 'data'))
+        self.imp = {x: arrs[x][0] for x in ('terms', 'indptr', 'scores', 'rows')}  # the long columns, best first
+        self.term_max = np.load(f/'term_max.npy')
     def scores(self, query:str) -> np.ndarray:
+        "The score of every passage for `query`."
         ids = self.engine.get_tokens_ids(tokenize(query))
         return self.engine.get_scores_from_ids(ids) if ids else np.zeros(self.n)
-    def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
-        return [top_k(self.scores(q), k) for q in queries]
+    def release(self):
+        "Unmap the pages read so far (they stay in the page cache)."
+        for mm in self.maps: mm.madvise(mmap.MADV_DONTNEED)
+
+# %% ../nbs/32_bm25_index.ipynb #2fa771bb
+@patch_to(BM25Searcher)
+def entries(self, t:int, at_least:float=-np.inf, k:int|None=None) -> tuple[np.ndarray, np.ndarray]:
+    "Rows and scores of column `t`'s entries scoring `at_least` (at most its `k` best), in no particular order."
+    j = np.searchsorted(self.imp['terms'], t)
+    if j < len(self.imp['terms']) and self.imp['terms'][j] == t:
+        p0, p1 = self.imp['indptr'][j:j + 2]; neg = self.imp['scores'][p0:p1]
+        c = min(np.searchsorted(neg, -at_least, 'right'), k or p1 - p0)
+        return self.imp['rows'][p0:p0 + c], -neg[:c]
+    r, d = self.ind[self.ptr[t]:self.ptr[t + 1]], self.data[self.ptr[t]:self.ptr[t + 1]]
+    keep = np.flatnonzero(d >= at_least)
+    if k is not None and len(keep) > k: keep = keep[np.argpartition(d[keep], -k)[-k:]]
+    return r[keep], d[keep]
+
+# %% ../nbs/32_bm25_index.ipynb #b8ad474c
+@patch_to(BM25Searcher)
+def row_scores(self, ids:list[int], rows:np.ndarray) -> np.ndarray:
+    "The scores of the sorted `rows` for the query's term ids `ids`."
+    s, rows = np.zeros(len(rows)), np.asarray(rows, self.ind.dtype)  # one dtype: searchsorted copies nothing
+    for t in ids:
+        col = self.ind[self.ptr[t]:self.ptr[t + 1]]; pos = np.minimum(np.searchsorted(col, rows), len(col) - 1)
+        s += np.where(col[pos] == rows, self.data[self.ptr[t]:self.ptr[t + 1]][pos], 0.0)
+    return s
+
+# %% ../nbs/32_bm25_index.ipynb #0926c6ac
+@patch_to(BM25Searcher)
+def theta(self, terms:np.ndarray, ids:list[int], k:int) -> float|None:
+    "A score that `k` passages reach: the `k`-th best of the best rows of `terms`' columns (None: under `k` rows)."
+    seed = np.unique(np.concatenate([self.entries(t, k=8 * k)[0] for t in terms]))  # 8: measured, not tuned finely
+    return np.partition(self.row_scores(ids, seed), len(seed) - k)[-k] if len(seed) >= k else None
+
+# %% ../nbs/32_bm25_index.ipynb #156db8d4
+@patch_to(BM25Searcher)
+def partial(self, short:list, long:list) -> tuple[np.ndarray, np.ndarray]|None:
+    "Rows and partial scores: all rows of the `short` (term, times) columns, and the long (term, times, above) ones'."
+    cat = lambda xs, dt: np.concatenate(xs or [np.zeros(0, dt)])
+    sc = [(self.ind[self.ptr[t]:self.ptr[t + 1]], self.data[self.ptr[t]:self.ptr[t + 1]] * m) for t, m in short]
+    lc = [(r, d * m) for t, m, above in long for r, d in [self.entries(t, above / m)]]
+    if sum(len(r) for r, _ in sc + lc) > long_column(self.n): return None  # too many: scoring all costs less
+    (s, ps), (l, pl) = [(rows, np.bincount(inv, cat([d for _, d in c], float), len(rows)).astype(float))
+                        for c in (sc, lc) for rows, inv in [np.unique(cat([r for r, _ in c], self.ind.dtype),
+                                                                      return_inverse=True)]]
+    for t, m, _ in long: ps += self.row_scores([t] * int(m), s)  # a short column's rows in the long columns
+    keep = ~np.isin(l, s); rows, part = np.concatenate([s, l[keep]]), np.concatenate([ps, pl[keep]])
+    return rows, part
+
+# %% ../nbs/32_bm25_index.ipynb #b45d2ec3
+@patch_to(BM25Searcher)
+def candidates(self, ids:list[int], k:int) -> np.ndarray|None:
+    "Sorted rows holding every passage of the top `k` for term ids `ids`, or None where pruning does not pay."
+    terms, mult = np.unique(ids, return_counts=True)
+    if (theta := self.theta(terms, ids, k)) is None or theta <= 0: return None
+    ub = np.maximum(self.term_max[terms], 0) * mult; order = np.argsort(ub, kind='stable'); bound = np.cumsum(ub[order])
+    skip = min(int(np.searchsorted(bound * (1 + 1e-9), theta)), len(terms) - 1)  # their bound stays below theta
+    ess, rest = order[skip:], (bound[skip - 1] if skip else 0.0)
+    is_long = np.isin(terms[ess], self.imp['terms']); lub = ub[ess][is_long].sum()
+    got = self.partial([(terms[e], mult[e]) for e in ess[~is_long]],
+                       [(terms[e], mult[e], theta * (1 - 1e-9) - rest - lub + ub[e]) for e in ess[is_long]])
+    if got is None: return None
+    rows, part = got
+    if len(rows) > k:  # the exact scores of the best partial scores may raise theta
+        theta = max(theta, self.row_scores(ids, np.sort(rows[np.argpartition(part, -k)[-k:]])).min())
+    rows = np.sort(rows[(part + rest) * (1 + 1e-9) >= theta])
+    return rows if len(rows) <= long_column(self.n) else None
+
+# %% ../nbs/32_bm25_index.ipynb #84614976
+@patch_to(BM25Searcher)
+def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
+    "The best `k` `(row, score)` pairs of each query: the candidates' scores, or every passage's."
+    out = []
+    for j, q in enumerate(queries):
+        ids = self.engine.get_tokens_ids(tokenize(q))
+        rows = self.candidates(ids, k) if ids else None
+        if rows is None: out.append(top_k(self.scores(q), k))
+        else: out.append([(int(rows[i]), s) for i, s in top_k(self.row_scores(ids, rows), k)])
+        if j % 32 == 31 or j == len(queries) - 1: self.release()  # pages of 32 queries at most stay mapped
+    return out
 
 # %% ../nbs/32_bm25_index.ipynb #6ca8114e
 INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher)

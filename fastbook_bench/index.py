@@ -4,7 +4,7 @@
 
 # %% ../nbs/30_index.ipynb #249aeb2c
 from __future__ import annotations
-import hashlib, json, sqlite3, sys
+import gzip, hashlib, json, sqlite3, sys
 import importlib
 from array import array
 from dataclasses import dataclass
@@ -23,7 +23,8 @@ from .engines import ENGINES, get_engine
 
 # %% auto #0
 __all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'check_options', 'file_sha256', 'corpus_file', 'DocIds',
-           'read_manifest', 'kind_engine', 'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
+           'read_manifest', 'count_lines', 'kind_engine', 'build_index', 'Index', 'open_index', 'search_index',
+           'FTS5Searcher']
 
 # %% ../nbs/30_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
@@ -126,13 +127,22 @@ def _check_out(out:Path):
     if out.is_dir() and any(out.iterdir()) and not (out/'manifest.json').is_file():
         raise FileExistsError(f"{out}: a folder that is not an index; give an empty or new folder")
 
+# %% ../nbs/30_index.ipynb #c288a32a
+def count_lines(path:str|Path # a text file, gzipped when its name ends in .gz
+               ) -> int:
+    "The number of lines of `path` (a last line without a line break counted too), from its bytes undecoded."
+    p = Path(path); n, last = 0, b'\n'
+    with (gzip.open(p, 'rb') if p.suffix == '.gz' else open(p, 'rb')) as f:
+        for b in iter(lambda: f.read(1 << 24), b''): n, last = n + b.count(b'\n'), b[-1:]
+    return n + (last != b'\n')
+
 # %% ../nbs/30_index.ipynb #6f08e9fe
 def _passages(src:Path, ids:_IdWriter, progress:bool) -> Iterator[str]:
     "The texts of `src`, streamed, their ids written by `ids` on the way, with a progress bar."
     it = iter_corpus(src)
     if progress:
         from tqdm.auto import tqdm
-        it = tqdm(it, desc='indexing', unit=' passages', file=sys.stderr)
+        it = tqdm(it, desc='indexing', unit=' passages', total=count_lines(src), file=sys.stderr)
     return (ids.add(i, t) for i, t in it)
 
 # %% ../nbs/30_index.ipynb #f66d3f0f
