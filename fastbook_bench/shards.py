@@ -4,7 +4,7 @@
 
 # %% ../nbs/31_shards.ipynb #73bea1ff
 from __future__ import annotations
-import io, json, math
+import io, json, math, os
 from itertools import tee
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -235,10 +235,14 @@ def faiss_index(folder:str|Path,          # a finished shard folder
 def shard_rows(folder:str|Path, # a finished shard folder
                rows:np.ndarray  # row numbers, in any order
               ) -> np.ndarray:
-    "The vectors of `rows`, read from the memory-mapped shards of `folder`."
-    shards = list(iter_shards(folder)); starts = np.array([s for s, _ in shards])
+    "The vectors of `rows`, read from the shard files of `folder` row by row with positioned reads."
+    shards = list(iter_shards(folder)); starts = np.array([s for s, _ in shards]); rows = np.asarray(rows, np.int64)
     which, out = np.searchsorted(starts, rows, 'right') - 1, np.empty((len(rows), shards[0][1].shape[1]), SHARD_DTYPE)
-    for w in np.unique(which): out[which == w] = shards[w][1][rows[which == w] - starts[w]]
+    for w in np.unique(which):
+        m = shards[w][1]; size = m.shape[1] * m.dtype.itemsize
+        with open(m.filename, 'rb') as f:
+            for j in np.flatnonzero(which == w):
+                out[j] = np.frombuffer(os.pread(f.fileno(), size, m.offset + int(rows[j] - starts[w]) * size), m.dtype)
     return out
 
 # %% ../nbs/31_shards.ipynb #19c79037
