@@ -39,9 +39,10 @@ ENGINES = {'local': LocalEngine, 'ray': 'fastbook_bench.ray_engine'} # name -> e
 
 def require_ray():
     "Raise an `ImportError` naming the `scale` extra unless Ray is installed."
-    try: import ray  # noqa: F401
-    except ImportError: raise ImportError('--engine ray needs the scale extra: pip install "fastbook_bench[scale]"',
-                                          name='ray') from None
+    try: import ray
+    except ImportError: ray = None
+    if not hasattr(ray, 'init'):  # None, or a plain folder named ray (Ray leaves /tmp/ray) imported as a namespace
+        raise ImportError('--engine ray needs the scale extra: pip install "fastbook_bench[scale]"', name='ray')
 
 # %% ../nbs/34_engines.ipynb #b39219d1
 def get_engine(engine:str|object='local', # 'local', 'ray', or an engine (returned as it is)
