@@ -107,7 +107,7 @@ def index(*,
           ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
           window:int=None,   # maxsim: word pieces per window (default: 32)
           weights:str=None,  # maxsim: query piece weights, all or idf (default: all)
-          faiss:str=None,    # single_vector: add a faiss index (--faiss: the default IVF-PQ; --faiss FACTORY: any)
+          faiss:str=None,    # single_vector: add a faiss index (--faiss: default_factory's; --faiss FACTORY: any)
           **kwargs):
     "Build a persistent index of a corpus, to search with `search --index`."
     if corpus is None or out is None: raise ValueError("--corpus and --out are required")

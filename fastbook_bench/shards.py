@@ -16,9 +16,9 @@ from .models import load_sentence_model, module_fingerprint, require_neural
 from .retriever import top_k
 
 # %% auto #0
-__all__ = ['SHARD_DTYPE', 'LISTING', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards', 'shard_scores',
-           'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory', 'sample_vectors',
-           'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
+__all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards',
+           'shard_scores', 'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory',
+           'sample_vectors', 'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/31_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -196,11 +196,14 @@ def sentence_encoder(model:str|None=None,    # hub id, folder or 'bundled' (defa
                         max_seq_length=st.max_seq_length)
 
 # %% ../nbs/31_shards.ipynb #ce270b60
+PQ_MIN_ROWS = 39 * 256  # faiss's advice: 39 training vectors per centroid; PQ has 256 centroids per code
+
 def default_factory(rows:int, # vectors in the index
                     dim:int   # their dimension
                    ) -> str:
-    "The faiss `index_factory` string used by default: IVF with about sqrt(rows) lists, PQ with dim/8 bytes."
-    return f'IVF{2 ** max(round(math.log2(math.sqrt(rows))), 1)},PQ{max(dim // 8, 1)}'
+    "The faiss `index_factory` string used by default: IVF, about sqrt(rows) lists; PQ, dim/8 bytes (Flat when small)."
+    nlist = 2 ** max(round(math.log2(math.sqrt(rows))), 0)
+    return f'IVF{nlist},' + (f'PQ{max(dim // 8, 1)}' if rows >= PQ_MIN_ROWS else 'Flat')
 
 # %% ../nbs/31_shards.ipynb #bc2b0882
 def sample_vectors(folder:str|Path, # a finished shard folder
