@@ -82,9 +82,12 @@ class VectorSearcher:
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions, engine=None, *, nprobe:int|None=None,
                  exact:bool=False):
         built, self.engine = manifest['settings'], engine or LocalEngine()
+        if nprobe is not None and (not isinstance(nprobe, int) or nprobe < 1):
+            raise ValueError(f"nprobe (--nprobe) must be a positive integer, got {nprobe!r}")
         if nprobe is not None and 'faiss' not in built:
             raise ValueError(f"{folder} has no faiss index, so nprobe means nothing; build it with faiss (--faiss)")
-        self.faiss, self.nprobe = 'faiss' in built and not exact, nprobe or built.get('faiss', {}).get('nprobe', 16)
+        self.faiss = 'faiss' in built and not exact
+        self.nprobe = built.get('faiss', {}).get('nprobe', 16) if nprobe is None else nprobe
         with offline(options.offline):
             self.encode, now = sentence_encoder(built['model'], batch_size=built['batch_size'])
         if now['weights'] != built['weights']:
