@@ -2,7 +2,7 @@
 
 1. Equivalence, at scale: chunk_text vs CorpusProcessor.process_corpus on random texts, edge cases and the fastbook
    chapters at many chunk sizes, and punkt_spans vs NLTK's untrained PunktSentenceTokenizer().span_tokenize. Any
-   mismatch is shrunk to a small reproducer. (nbs/03_sentences.ipynb and nbs/04_chunking.ipynb run small versions.)
+   mismatch is shrunk to a small reproducer. (nbs/04_sentences.ipynb and nbs/05_chunking.ipynb run small versions.)
 2. Timing, side by side: both chunkers on the published workload (each chapter cut in halves), median of --repeat
    runs per chunk size, each warmed up first (tokenizer and imports loaded).
 

@@ -1,6 +1,6 @@
 """Re-execute notebooks and keep their outputs current: `--save` writes fresh outputs, `--check` fails on stale ones.
 
-    python tools/outputs.py --save nbs/07_scoring.ipynb        # execute, save the outputs, nbdev_clean the file
+    python tools/outputs.py --save nbs/08_scoring.ipynb        # execute, save the outputs, nbdev_clean the file
     python tools/outputs.py --check                            # CI: every notebook in nbs/ and experiments/
     python tools/outputs.py --check --flags slow experiments/  # also the cells flagged slow
 
