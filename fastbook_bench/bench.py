@@ -18,6 +18,7 @@ from .retriever import search_batched
 from .runs import read_poleval, read_run, to_run, write_poleval, write_run
 from .scoring import normalize_all, question_queries, score_retriever
 from .stats import summary_table
+from .table import Table, text_table
 
 # %% auto #0
 __all__ = ['keyword_queries', 'run_benchmark', 'csv_text', 'write_results', 'format_table', 'score_run', 'metrics_report',
@@ -100,8 +101,8 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
                   out:str|Path|None='fastbook-bench-results', # folder for the CSVs, passage texts included (None: none)
                   plots:bool=False,        # also save PNG plots in `out`
                   options:BuildOptions|None=None # models, cache, progress, offline
-                 ) -> tuple[list[dict], list[dict]]:
-    "Run `methods` on fastbook-benchmark; returns (summary rows, per-question rows) and writes them to `out`."
+                 ) -> tuple[Table, list[dict]]:
+    "Run `methods` on fastbook-benchmark; returns (summary `Table`, per-question rows) and writes them to `out`."
     o, ms, sizes = options or BuildOptions(), parse_methods(methods), _sizes(chunk_size)
     if not ms: raise ValueError(f"--methods names no method (got {methods!r}); e.g. fts5,bm25")
     if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
@@ -116,7 +117,7 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
     if out is not None and summary:
         write_results(out, summary, per_q)
         if plots: save_plots(out, summary, per_q, k)
-    return summary, per_q
+    return Table(summary), per_q
 
 # %% ../nbs/api/26_bench.ipynb #e65ee668
 def csv_text(rows:list[dict]) -> str:
@@ -142,10 +143,7 @@ def format_table(rows:list[dict]) -> str:
     "`rows` as an aligned text table, floats to 4 decimals."
     if not rows: return ''
     cells = [[f'{v:.4f}' if isinstance(v, float) else str(v) for v in r.values()] for r in rows]
-    cols = list(rows[0])
-    w = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
-    line = lambda vals: '  '.join(v.rjust(w[i]) if i else v.ljust(w[i]) for i, v in enumerate(vals))
-    return '\n'.join([line(cols), line(['-' * x for x in w])] + [line(r) for r in cells])
+    return text_table(list(rows[0]), cells)
 
 # %% ../nbs/api/26_bench.ipynb #4a658c0b
 def _metric_names(metrics:str|Sequence[str]) -> list[str]:

@@ -18,6 +18,7 @@ from .methods import BuildOptions, parse_methods
 from .spans import (Collection, fastbook_collection, gold_spans, perfect_scores, question_rows,
                                   rank_chunks, read_collection, scoring_question)
 from .stats import pairwise_tests, summary_table
+from .table import Table, Tables
 
 # %% auto #0
 __all__ = ['MATRIX_METRICS', 'Chunking', 'chunk_collection', 'matched_size', 'perfect_rows', 'perfect_table', 'budget_rows',
@@ -215,13 +216,14 @@ def evaluate_chunkers(
         out:str|Path|None=None, # folder for the CSVs (and plots); None: nothing written
         plots:bool=False, # also save PNG plots of each metric against the budget
         options:BuildOptions|None=None # models, cache, progress
-    ) -> dict[str, list[dict]]:
+    ) -> Tables:
     "Tables `chunkings`, `summary`, `pairs`, `method_pairs` and `per_question` of chunkers compared at budgets."
     chunkers, methods, budgets, size = _check_options(chunkers, methods, budgets, chunk_size, k, out)
     c = _collection(collection, data)
     gold, chs = gold_spans(c), _chunkings(c, chunkers, size, sizes)
     rows = budget_rows(c, chs, methods, budgets, gold, options=options)
-    tables = dict(chunkings=perfect_table(c, chs, gold, k=k), **matrix_tables(rows), per_question=rows)
+    tables = Tables(dict(chunkings=perfect_table(c, chs, gold, k=k), **matrix_tables(rows), per_question=rows),
+                    hidden=('method_pairs', 'per_question'))
     if out is not None: _write(out, tables, plots)
     return tables
 

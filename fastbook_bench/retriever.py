@@ -8,9 +8,10 @@ import sys
 from typing import Iterable, Sequence
 import numpy as np
 from fastcore.basics import patch_to
+from .table import Table
 
 # %% auto #0
-__all__ = ['top_k', 'Retriever', 'check_search', 'FixedRetriever', 'search_batched']
+__all__ = ['top_k', 'Retriever', 'check_search', 'FixedRetriever', 'search_batched', 'show_ranking']
 
 # %% ../nbs/api/06_retriever.ipynb #01b46b43
 def _kth_largest(s:np.ndarray, # scores
@@ -126,3 +127,20 @@ def search_batched(retriever:Retriever,     # any retriever
         from tqdm.auto import tqdm
         starts = tqdm(starts, desc=desc, leave=False, file=sys.stderr)
     return [r for i in starts for r in retriever.search(queries[i:i + batch], k=k, subsets=subsets[i:i + batch])]
+
+# %% ../nbs/api/06_retriever.ipynb #211d8ee9
+def _snippet(text:str, width:int) -> str:
+    "`text` on one line, cut to `width` characters with an ellipsis."
+    t = ' '.join(text.split())
+    return t if len(t) <= width else t[:width - 1] + '…'
+
+# %% ../nbs/api/06_retriever.ipynb #000c3788
+def show_ranking(hits:Sequence[tuple[int, float]], # one query's `search` result
+                 passages:Sequence[str],          # the collection searched
+                 gold:Iterable[int]=(),           # indices of the passages that answer the query
+                 width:int=90                     # characters of each passage shown
+                ) -> Table:
+    "Rank, score, a ✓ for gold passages, the passage index and the start of its text."
+    gold = set(gold)
+    return Table(dict(rank=r, score=float(s), gold='✓' if i in gold else '', passage=i, text=_snippet(passages[i], width))
+                 for r, (i, s) in enumerate(hits, 1))

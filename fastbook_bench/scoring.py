@@ -12,8 +12,8 @@ from .chunking import Corpus
 from .retriever import Retriever, search_batched
 
 # %% auto #0
-__all__ = ['normalize', 'normalize_all', 'component_ranks', 'modified_mrr', 'modified_recall', 'score_rows', 'summarize',
-           'score_run', 'question_queries', 'score_retriever']
+__all__ = ['normalize', 'normalize_all', 'component_ranks', 'gold_passages', 'modified_mrr', 'modified_recall', 'score_rows',
+           'summarize', 'score_run', 'question_queries', 'score_retriever']
 
 # %% ../nbs/api/08_scoring.ipynb #7b7602c7
 _fixed: dict[str, str] = {}  # text -> fix_text(text)
@@ -56,6 +56,14 @@ def component_ranks(question:dict,          # a fastbook-benchmark question
         ctxs = [normalize(c) for c in ac['context'] if c]  # an empty string would be "found" anywhere: never count it
         ranks.append(next((r for r, p in enumerate(found, 1) if any(c in p for c in ctxs)), None))
     return ranks
+
+# %% ../nbs/api/08_scoring.ipynb #278d56d2
+def gold_passages(question:dict,          # a fastbook-benchmark question
+                  passages:Sequence[str], # the collection (or a chapter's chunks)
+                 ) -> list[int]:
+    "Indices of the `passages` holding a context of one of the question's answer components."
+    ctxs = [normalize(c) for ac in question['answer_context'] for c in ac['context'] if c]
+    return [i for i, p in enumerate(passages) if any(c in normalize(p) for c in ctxs)]
 
 # %% ../nbs/api/08_scoring.ipynb #b969e670
 def modified_mrr(question:dict,          # a fastbook-benchmark question

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Sequence
 import numpy as np
 from .metrics import DEFAULT_METRICS, evaluate, parse_metric
+from .table import Table
 
 # %% auto #0
 __all__ = ['bootstrap_means', 'bootstrap_ci', 'permutation_test', 'paired_bootstrap_test', 'summary_table', 'holm',
@@ -96,7 +97,7 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
                   seed:int=0,                  # random seed: the same rows give the same table
                   by:Sequence[str]=('chunk_size',), # columns that split the rows into separate tables
                   compare:str='method'         # the column whose values are compared within each table
-                 ) -> list[dict]:
+                 ) -> Table:
     "Per method (and chunk size): each metric's mean and bootstrap interval, and p-values against `baseline`."
     if not metrics: metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
     out = []
@@ -106,7 +107,7 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
         group = [{compare: m, **split, 'n_questions': len(v)} for m, v in group_rows.items()]
         for metric in metrics: _metric_columns(group, group_rows, metric, baseline, level, n_resamples, seed)
         out += group
-    return out
+    return Table(out)
 
 # %% ../nbs/api/10_stats.ipynb #4f414716
 def holm(pvalues:Sequence[float] # p-values of one family of tests, in any order
@@ -160,11 +161,11 @@ def compare(qrels:dict[str, dict[str, int]],  # {query id: {doc id: relevance}}
             level:float=0.95,                 # coverage of the intervals
             n_resamples:int=10_000,           # bootstrap and permutation resamples
             seed:int=0                        # random seed
-           ) -> list[dict]:
+           ) -> Table:
     "Per run: each metric's mean over the judged queries, its bootstrap interval, and p-values against `baseline`."
     names = [f'{m}@{k}' for m, k in map(parse_metric, [metrics] if isinstance(metrics, str) else metrics)]
     rows = [dict(method=n, query=q, **v) for n, run in runs.items()
             for q, v in evaluate(qrels, run, names, per_query=True, complete=True).items()]
     out = summary_table(rows, metrics=names, baseline=baseline or next(iter(runs)), level=level,
                         n_resamples=n_resamples, seed=seed)
-    return [{('n_queries' if k == 'n_questions' else k): v for k, v in r.items()} for r in out]
+    return Table({('n_queries' if k == 'n_questions' else k): v for k, v in r.items()} for r in out)
