@@ -53,7 +53,7 @@ def run(*,
     "Run fastbook-benchmark: chunk the chapters, search each question in its chapter, score, print and save."
     t0, o = time.perf_counter(), _options(**kwargs)
     summary, _ = run_benchmark(methods, chunk_size=chunk_size, k=k, data=data, out=out, plots=plots, options=o)
-    print(format_table([{c: v for c, v in r.items() if not c.endswith(('_lo', '_hi'))} for r in summary]))
+    print(summary)
     print(f"\nWrote {Path(out)/'summary.csv'} and {Path(out)/'per_question.csv'} in {time.perf_counter() - t0:.2f} s")
 
 # %% ../nbs/api/36_cli.ipynb #4aff9478
@@ -69,41 +69,52 @@ def _given(**options) -> dict:
     "The options given on the command line: those not None, and flags that are set."
     return {k: v for k, v in options.items() if v is not None and v is not False}
 
-# %% ../nbs/api/36_cli.ipynb #fa64547a
-@delegates(_options)
-def search(*,
-           corpus:str=None,    # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
-           index:str=None,     # an index folder (`fastbook-bench index`), searched instead of a corpus
-           queries:str=None,   # queries file (default: the folder's)
-           method:str=None,    # a method, as in `run`, or a fusion such as rrf:bm25+maxsim (default: bm25; the index's)
-           k:int=10,           # passages per query
-           out:str='run.trec', # file to write
-           format:str='trec',  # 'trec' (a run file) or 'poleval' (a submission: k ids per question)
-           qrels:str=None,     # judgements to score the run with (default: the folder's, if any)
-           split:str='test',   # which judgements of a BEIR folder
-           engine:str='local', # --index: where single_vector searches, 'local' or 'ray' (the scale extra)
-           ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
-           window:int=None,    # --index, maxsim: the window it was built with (checked)
-           weights:str=None,   # --index, maxsim: the query weights it was built with (checked)
-           nprobe:int=None,    # --index, single_vector with faiss: IVF lists scanned per query (default: 16)
-           exact:bool=False,   # --index, single_vector with faiss: search the vectors exactly, not through faiss
-           **kwargs):
-    "Search a corpus with one of the package's methods, or an index; write a TREC run or a PolEval submission."
+# %% ../nbs/api/36_cli.ipynb #a26f6c58
+def _search_mode(corpus, index, queries, engine, ray_address, **kind) -> dict:
+    "Check that the options fit one mode, --corpus or --index; returns the index-only options given."
     if (corpus is None) == (index is None): raise ValueError("give --corpus or --index, not both")
     if index is not None and queries is None: raise ValueError("--queries is required with --index")
     if corpus is not None and (engine != 'local' or ray_address): raise ValueError("--engine applies to --index only")
-    kind = _given(window=window, weights=weights, nprobe=nprobe, exact=exact)
+    kind = _given(**kind)
     if kind and index is None: raise ValueError(f"--{next(iter(kind))} applies to --index only")
-    t0, o = time.perf_counter(), _options(bm25_backend='bm25s', **kwargs)
-    if index is not None:
-        r = search_index(index, queries=queries, k=k, out=out, format=format, qrels=qrels, method=method, options=o,
-                         engine=engine, ray_address=ray_address, **kind)
-    else: r = search_dataset(corpus, queries=queries, method=method or 'bm25', k=k, out=out, format=format,
-                             qrels=qrels, split=split, options=o)
+    return kind
+
+# %% ../nbs/api/36_cli.ipynb #08ddbc83
+def _report_search(r:dict, method:str|None, out:str, secs:float):
+    "What `search` prints: what was searched and written, then the metrics when the run was judged."
     method = r.get('method', method or 'bm25')
     print(f"Searched {r['n_queries']} queries over {r['n_documents']} documents with {method} "
-          f"in {time.perf_counter() - t0:.2f} s; wrote {out}")
+          f"in {secs:.2f} s; wrote {out}")
     if r['scored'] is not None: print(metrics_report(r['scored']))
+
+# %% ../nbs/api/36_cli.ipynb #fa64547a
+@delegates(_options)
+def search(*,
+           corpus:str=None,    # a corpus file (BEIR corpus.jsonl, PolEval passages.jl) or folder
+           index:str=None,     # an index folder (`fastbook-bench index`) to search instead
+           queries:str=None,   # queries file (default: the folder's)
+           method:str=None,    # a method as in `run` or a fusion, e.g. rrf:bm25+maxsim (default: bm25; an index's own)
+           k:int=10,           # passages per query
+           out:str='run.trec', # file to write
+           format:str='trec',  # 'trec' (a run file) or 'poleval' (a submission: k ids a question)
+           qrels:str=None,     # judgements to score the run (default: the folder's, if any)
+           split:str='test',   # which judgements of a BEIR folder
+           engine:str='local', # --index: where it searches, 'local' or 'ray'
+           ray_address:str=None, # --engine ray: a running cluster (default: start one)
+           window:int=None,    # --index, maxsim: its build's window (checked)
+           weights:str=None,   # --index, maxsim: its build's query weights (checked)
+           nprobe:int=None,    # --index with faiss: IVF lists scanned per query (default: 16)
+           exact:bool=False,   # --index with faiss: search the vectors exactly instead
+           **kwargs):
+    "Search a corpus or an index; write a TREC run or a PolEval submission."
+    kind = _search_mode(corpus, index, queries, engine, ray_address, window=window, weights=weights, nprobe=nprobe,
+                        exact=exact)
+    t0, o = time.perf_counter(), _options(bm25_backend='bm25s', **kwargs)
+    common = dict(queries=queries, k=k, out=out, format=format, qrels=qrels, options=o)
+    if index is not None:
+        r = search_index(index, method=method, engine=engine, ray_address=ray_address, **common, **kind)
+    else: r = search_dataset(corpus, method=method or 'bm25', split=split, **common)
+    _report_search(r, method, out, time.perf_counter() - t0)
 
 # %% ../nbs/api/36_cli.ipynb #284403be
 @delegates(_options)

@@ -37,6 +37,7 @@ class LocalEngine:
 # %% ../nbs/api/30_engines.ipynb #6a451822
 ENGINES = {'local': LocalEngine, 'ray': 'fastbook_bench.ray_engine'} # name -> engine class, or the module defining it
 
+# %% ../nbs/api/30_engines.ipynb #1e1dfa67
 def require_ray():
     "Raise an `ImportError` naming the `scale` extra unless Ray is installed."
     try: import ray

@@ -29,6 +29,7 @@ __all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'check_o
 # %% ../nbs/api/31_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
 
+# %% ../nbs/api/31_index.ipynb #9038f582
 @dataclass(frozen=True)
 class IndexKind:
     "A persistent index method: how to build its files and open them for search."
@@ -39,7 +40,10 @@ class IndexKind:
     search_options:tuple=() # names of the keyword options its `open` takes (`open_index(**...)`)
     engines:tuple=('local',) # engines it runs on (`engines.ENGINES`); with more, build and open take engine=
 
+# %% ../nbs/api/31_index.ipynb #88aba334
 INDEX_KINDS:dict[str, IndexKind] = {}  # method name -> IndexKind; modules add theirs
+
+# %% ../nbs/api/31_index.ipynb #b00f1047
 INDEX_MODULES = {'bm25': 'fastbook_bench.bm25_index',        # the module that adds a kind, imported when first asked
                  'single_vector': 'fastbook_bench.vector_index',
                  'maxsim': 'fastbook_bench.maxsim_index'}

@@ -88,6 +88,7 @@ def count_pieces(ids:list[list[int]] # word-piece ids of passages
     "How many of the passages hold each piece."
     return Counter(t for x in ids for t in set(x))
 
+# %% ../nbs/api/18_maxsim.ipynb #80b962a5
 @patch_to(MaxSimEncoder)
 def set_idf(self, df:dict[int, int], n:int):
     "Okapi idf of every piece from its passage count `df` over `n` passages (`idf`), and of a piece none has."
@@ -123,6 +124,7 @@ def _index(self, ids:list[list[int]], cache:bool):
 # %% ../nbs/api/18_maxsim.ipynb #900a6ed6
 _PUNCT = re.compile(r'^\W+$')
 
+# %% ../nbs/api/18_maxsim.ipynb #9f66598f
 @patch_to(MaxSimEncoder)
 def _weights(self, ids:list[int]) -> np.ndarray:
     "The weight of each query piece in `ids`."

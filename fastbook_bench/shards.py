@@ -24,6 +24,7 @@ __all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'shard_file', 'read_listing'
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
 LISTING = 'shards.json'  # the folder's list of finished shards, written after each one
 
+# %% ../nbs/api/17_shards.ipynb #e41ecb29
 def shard_file(start:int, # first row of the shard
                stop:int   # one past its last row
               ) -> str:

@@ -19,9 +19,10 @@ from .shards import (default_factory, encode_shards, faiss_index, faiss_recall, 
 # %% auto #0
 __all__ = ['SHARD_ROWS', 'FAISS_SAMPLE', 'staging_folder', 'faiss_report', 'VectorSearcher']
 
-# %% ../nbs/api/33_vector_index.ipynb #859971d2
+# %% ../nbs/api/33_vector_index.ipynb #94cd0db4
 SHARD_ROWS = 16384 # passages per shard of a single_vector index
 
+# %% ../nbs/api/33_vector_index.ipynb #859971d2
 def staging_folder(folder:Path,    # the folder an index is being built in
                    settings:dict,  # the encoder's settings (`sentence_encoder`)
                    first:list[str] # the texts of the first shard
@@ -42,9 +43,10 @@ def _faiss_option(faiss:bool|str|None, encode) -> bool|str:
                          f"{re.sub(r'^Error in .*? at [^ ]*?:[0-9]+: ', '', str(e))}") from None
     return faiss
 
-# %% ../nbs/api/33_vector_index.ipynb #0ccd8df7
+# %% ../nbs/api/33_vector_index.ipynb #78888225
 FAISS_SAMPLE = 1000 # passages whose vectors query the faiss index and exact search, to measure recall@10
 
+# %% ../nbs/api/33_vector_index.ipynb #0ccd8df7
 def faiss_report(vectors:Path,         # a finished shard folder
                  faiss:bool|str,       # True (the default factory) or a factory string
                  *, nprobe:int=16,     # IVF lists scanned per query, as searches will by default
