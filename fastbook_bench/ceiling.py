@@ -10,6 +10,7 @@ from pathlib import Path
 from .chunking import Corpus, build_corpus, chunk_sizes
 from .data import load_benchmark
 from .scoring import normalize, summarize
+from .table import Table
 
 # %% auto #0
 __all__ = ['component_chunks', 'best_cover', 'ceiling_rows', 'ceiling_summary']
@@ -59,7 +60,7 @@ def ceiling_summary(chunk_size:int|str|Sequence[int]=500, # chunk size(s): 500, 
                     *,
                     k:int=10,                  # cutoff
                     data:str|Path|None=None    # data folder (see `data_dir`)
-                   ) -> list[dict]:
+                   ) -> Table:
     "Per chunk size: the ceiling's MRR@k and Recall@k, and how many questions are fully reachable."
     if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
     sizes = chunk_sizes(chunk_size)
@@ -71,4 +72,4 @@ def ceiling_summary(chunk_size:int|str|Sequence[int]=500, # chunk size(s): 500, 
         out.append({'chunk_size': cs, 'n_questions': s['n_questions'], f'ceiling_mrr_at_{k}': s[f'mrr_at_{k}'],
                     f'ceiling_recall_at_{k}': s[f'recall_at_{k}'],
                     'fully_reachable': sum(r[f'recall_at_{k}'] == 1 for r in rows)})
-    return out
+    return Table(out)

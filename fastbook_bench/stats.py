@@ -136,7 +136,7 @@ def pairwise_tests(rows:list[dict],              # per-question rows of several 
                    compare:str='method',         # the column whose values are compared pairwise within a group
                    n_resamples:int=10_000,       # random sign flips per test
                    seed:int=0                    # random seed
-                  ) -> list[dict]:
+                  ) -> Table:
     "Every pair in each group: mean difference, sign-flip p-value and Holm-adjusted p-value (family: the table)."
     if not metrics: metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
     out = []
@@ -150,7 +150,7 @@ def pairwise_tests(rows:list[dict],              # per-question rows of several 
             out.append(row)
     for m in metrics:
         for r, p in zip(out, holm([r[f'{m}_p'] for r in out])): r[f'{m}_p_holm'] = p
-    return out
+    return Table(out)
 
 # %% ../nbs/api/10_stats.ipynb #e005a6dc
 def compare(qrels:dict[str, dict[str, int]],  # {query id: {doc id: relevance}}
