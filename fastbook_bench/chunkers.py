@@ -63,6 +63,7 @@ def index_texts(corpus:Corpus,           # the chunks
 # %% ../nbs/api/27_chunkers.ipynb #87c6517e
 _HEADING_RE = re.compile(r'(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*')
 
+# %% ../nbs/api/27_chunkers.ipynb #9a87ca9b
 @functools.lru_cache(maxsize=64)
 def headings(text:str # a markdown text
             ) -> list[tuple[int, int, str]]:
@@ -102,6 +103,7 @@ def chunk_headings(text:str,         # text to split
     "The reference chunks of `text` (`chunk_text`); `index_texts` prepends each one's section path."
     return chunk_text(text, chunk_size)
 
+# %% ../nbs/api/27_chunkers.ipynb #bf178120
 chunk_headings.index_text = with_section_path
 CHUNKERS['headings'] = chunk_headings
 
@@ -130,6 +132,7 @@ def semantic_cuts(units:list[tuple[int, int]], # spans tiling a text
 # %% ../nbs/api/27_chunkers.ipynb #947bf6ac
 _MINILM = []
 
+# %% ../nbs/api/27_chunkers.ipynb #7e4e4cd2
 def minilm_embeddings(sentences:list[str] # the sentences of a text
                      ) -> np.ndarray:
     "Unit-length MiniLM embeddings of `sentences` (the bundled model, on the CPU), cached."
@@ -158,6 +161,7 @@ def chunk_semantic(text:str,           # text to split
         chunks += chunk_text(text[a:b], chunk_size) if size(a, b) > chunk_size else [text[a:b].strip()]
     return [c for c in chunks if c]
 
+# %% ../nbs/api/27_chunkers.ipynb #263108b3
 CHUNKERS['semantic'] = chunk_semantic
 
 # %% ../nbs/api/27_chunkers.ipynb #1d8b70e9
