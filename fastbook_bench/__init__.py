@@ -28,6 +28,6 @@ from .chunk_eval import evaluate_chunkers
 
 # %% ../nbs/api/37_api.ipynb #53b74fc5
 _all_ = ['load_benchmark', 'build_corpus', 'Table', 'Retriever', 'show_ranking', 'METHODS', 'BuildOptions',
-         'get_retriever', 'score_retriever', 'gold_passages', 'summary_table', 'run_benchmark', 'load_dataset', 'to_run',
-         'evaluate', 'compare', 'fuse', 'holm',
+         'get_retriever', 'score_retriever', 'gold_passages', 'summary_table', 'run_benchmark', 'load_dataset',
+         'to_run', 'evaluate', 'compare', 'fuse', 'holm',
          'build_index', 'open_index', 'search_index', 'read_collection', 'evaluate_chunkers']

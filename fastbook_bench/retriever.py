@@ -142,5 +142,5 @@ def show_ranking(hits:Sequence[tuple[int, float]], # one query's `search` result
                 ) -> Table:
     "Rank, score, a ✓ for gold passages, the passage index and the start of its text."
     gold = set(gold)
-    return Table(dict(rank=r, score=float(s), gold='✓' if i in gold else '', passage=i, text=_snippet(passages[i], width))
-                 for r, (i, s) in enumerate(hits, 1))
+    return Table(dict(rank=r, score=float(s), gold='✓' if i in gold else '', passage=i,
+                      text=_snippet(passages[i], width)) for r, (i, s) in enumerate(hits, 1))
