@@ -16,25 +16,13 @@ from .metrics import DEFAULT_METRICS, STANDARD_METRICS, evaluate, parse_metric
 from .plots import save_plots
 from .retriever import search_batched
 from .runs import read_poleval, read_run, to_run, write_poleval, write_run
-from .scoring import normalize_all, question_queries, score_retriever
+from .scoring import keyword_queries, normalize_all, question_queries, score_retriever
 from .stats import summary_table
 from .table import Table, text_table
 
 # %% auto #0
-__all__ = ['keyword_queries', 'run_benchmark', 'csv_text', 'write_results', 'format_table', 'score_run', 'metrics_report',
-           'missing_note', 'evaluate_files', 'search_dataset']
-
-# %% ../nbs/api/26_bench.ipynb #95d1c190
-def keyword_queries(questions:list[dict], # as returned by `load_benchmark`
-                    keywords:dict,        # as returned by `load_keywords`
-                    source:str|Path='fts_keywords.csv' # the keywords file, to name in the error
-                   ) -> dict[str, str]:
-    "Each question's query (`question_queries`) -> its published FTS keywords."
-    if miss := [q for q in questions if (q['chapter'], q['question_number']) not in keywords]:
-        raise ValueError(f"{source} has no keywords for chapter {miss[0]['chapter']}, "
-                         f"question {miss[0]['question_number']} ({len(miss)} questions lack them)")
-    return {t: keywords[q['chapter'], q['question_number']]['keywords']
-            for q, t in zip(questions, question_queries(questions))}
+__all__ = ['run_benchmark', 'csv_text', 'write_results', 'format_table', 'score_run', 'metrics_report', 'missing_note',
+           'evaluate_files', 'search_dataset']
 
 # %% ../nbs/api/26_bench.ipynb #7d5b210c
 def _alt_queries(methods:list[Method], questions:list[dict], data) -> dict:

@@ -13,7 +13,7 @@ from .retriever import Retriever, search_batched
 
 # %% auto #0
 __all__ = ['normalize', 'normalize_all', 'component_ranks', 'gold_passages', 'modified_mrr', 'modified_recall', 'score_rows',
-           'summarize', 'score_run', 'question_queries', 'score_retriever']
+           'summarize', 'score_run', 'question_queries', 'keyword_queries', 'score_retriever']
 
 # %% ../nbs/api/08_scoring.ipynb #7b7602c7
 _fixed: dict[str, str] = {}  # text -> fix_text(text)
@@ -127,6 +127,18 @@ def question_queries(questions:list[dict] # as returned by `load_benchmark`
                     ) -> list[str]:
     "Each question's text without surrounding quotes: the query the published runs searched with."
     return [q['question_text'].strip('"\'') for q in questions]
+
+# %% ../nbs/api/08_scoring.ipynb #95d1c190
+def keyword_queries(questions:list[dict], # as returned by `load_benchmark`
+                    keywords:dict,        # as returned by `load_keywords`
+                    source:str|Path='fts_keywords.csv' # the keywords file, to name in the error
+                   ) -> dict[str, str]:
+    "Each question's query (`question_queries`) -> its published FTS keywords."
+    if miss := [q for q in questions if (q['chapter'], q['question_number']) not in keywords]:
+        raise ValueError(f"{source} has no keywords for chapter {miss[0]['chapter']}, "
+                         f"question {miss[0]['question_number']} ({len(miss)} questions lack them)")
+    return {t: keywords[q['chapter'], q['question_number']]['keywords']
+            for q, t in zip(questions, question_queries(questions))}
 
 # %% ../nbs/api/08_scoring.ipynb #b6532c3a
 def score_retriever(retriever:Retriever,        # any retriever built over `corpus.passages`
