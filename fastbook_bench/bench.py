@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv, io, json, tempfile, warnings
 from pathlib import Path
 from typing import Sequence
-from .core import atomic_write
+from .core import atomic_write, check_writable, positive_int, split_list
 from .chunking import build_corpus, chunk_overlap, chunk_sizes
 from .data import data_dir, load_benchmark, load_keywords
 from .datasets import FormatError, dataset_files, iter_lines, read_corpus, read_qrels, read_queries
@@ -15,7 +15,7 @@ from .methods import BuildOptions, Method, get_retriever, parse_methods
 from .metrics import DEFAULT_METRICS, STANDARD_METRICS, evaluate, parse_metric
 from .plots import save_plots
 from .retriever import search_batched
-from .runs import read_poleval, read_run, to_run, write_poleval, write_run
+from .runs import check_run_out, read_poleval, read_run, save_run, to_run, write_poleval, write_run
 from .scoring import keyword_queries, normalize_all, question_queries, score_retriever
 from .stats import summary_table
 from .table import Table, text_table
@@ -61,24 +61,11 @@ def _run_chunk_size(methods:list[Method], cs:int, questions:list[dict], alt:dict
 # %% ../nbs/api/26_bench.ipynb #cbb8c06c
 def _sizes(chunk_size) -> list[int]:
     "The chunk sizes of `chunk_size`, at least one, each one that `build_corpus` accepts."
-    if not (sizes := chunk_sizes(chunk_size)):
-        raise ValueError(f"--chunk-size names no chunk size (got {chunk_size!r}); e.g. 500 or 256,500")
-    for cs in sizes:
+    for cs in (sizes := chunk_sizes(chunk_size)):
         if isinstance(cs, bool) or not isinstance(cs, int) or cs < 32:
-            raise ValueError(f"chunk_size must be an integer >= 32, got {cs!r}")
+            raise ValueError(f"`chunk_size` must be an integer >= 32, got {cs!r}")
         chunk_overlap(cs)
     return sizes
-
-# %% ../nbs/api/26_bench.ipynb #ae1c99e0
-def _check_out(path:str|Path, option:str, folder:bool=False):
-    "Fail unless `path` (a folder if `folder`, else a file) can be written, naming it as given."
-    p = Path(path)
-    if folder and p.exists() and not p.is_dir(): raise ValueError(f"{option} {path} is a file, not a folder")
-    if not folder and p.is_dir(): raise ValueError(f"{option} {path} is a folder; give a file name")
-    d = next(a for a in (p if folder else p.parent, *(p if folder else p.parent).parents) if a.exists())
-    if not d.is_dir(): raise ValueError(f"{option} {path}: {d} is not a folder")
-    try: tempfile.TemporaryFile(dir=d).close()
-    except OSError as e: raise PermissionError(f"{option} {path}: cannot write into {d} ({e.strerror})") from None
 
 # %% ../nbs/api/26_bench.ipynb #bcb96fbc
 def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated or a list (default: the published four)
@@ -92,11 +79,10 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
                  ) -> tuple[Table, list[dict]]:
     "Run `methods` on fastbook-benchmark; returns (summary `Table`, per-question rows) and writes them to `out`."
     o, ms, sizes = options or BuildOptions(), parse_methods(methods), _sizes(chunk_size)
-    if not ms: raise ValueError(f"--methods names no method (got {methods!r}); e.g. fts5,bm25")
-    if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
+    positive_int(k, 'k')
     if data is not None and Path(data).exists() and not Path(data).is_dir():
-        raise ValueError(f"--data {data} is not a folder")
-    if out is not None: _check_out(out, '--out', folder=True)
+        raise ValueError(f"`data` {data} is not a folder")
+    if out is not None: check_writable(out, 'out', folder=True)
     questions = load_benchmark(data)
     alt, summary, per_q = _alt_queries(ms, questions, data), [], []
     for cs in sizes:
@@ -136,8 +122,7 @@ def format_table(rows:list[dict]) -> str:
 # %% ../nbs/api/26_bench.ipynb #4a658c0b
 def _metric_names(metrics:str|Sequence[str]) -> list[str]:
     "The metric names of a comma-separated list (or a list), checked."
-    names = [m.strip() for m in (metrics.split(',') if isinstance(metrics, str) else metrics) if m.strip()]
-    if not names: raise ValueError("--metrics names no metric; use NAME@K, e.g. ndcg@10")
+    names = split_list(metrics, 'metrics', example='ndcg@10,recall@100')
     for m in names: parse_metric(m)
     return names
 
@@ -169,7 +154,7 @@ def missing_note(scored:dict # as returned by `score_run`
                 ) -> str|None:
     "A one-line note on judged queries that the run lacks, if any."
     if not (m := scored['missing']): return None
-    fate = "they count as 0" if scored['complete'] else "they are left out of the means (--complete counts them as 0)"
+    fate = "they count as 0" if scored['complete'] else "they are left out of the means (`complete` counts them as 0)"
     return f"{len(m)} of {scored['judged']} judged queries are not in the run (first: {m[0]!r}); {fate}"
 
 # %% ../nbs/api/26_bench.ipynb #e9bd0c2c
@@ -195,7 +180,7 @@ def _read_run(run, queries, duplicates:str='error') -> dict:
     except FormatError as e:
         first = next((l.split() for _, l in iter_lines(run) if l.strip()), [])
         if first[1:2] == ['Q0']: raise  # a TREC run, damaged
-        raise FormatError(f"{e}; if {run} is a PolEval submission, pass its questions file with --queries") from None
+        raise FormatError(f"{e}; if {run} is a PolEval submission, pass its questions file with `queries`") from None
 
 # %% ../nbs/api/26_bench.ipynb #c439de3e
 def _search_files(corpus, queries, qrels, split:str):
@@ -205,7 +190,7 @@ def _search_files(corpus, queries, qrels, split:str):
         if not (qrels or j_file) and (corpus.parent/'qrels').is_dir():
             warnings.warn(f"{corpus.parent} has no qrels/{split}.tsv: searching without scoring")
         queries, qrels = queries or q_file, qrels or j_file
-    if queries is None: raise ValueError("--queries is needed when --corpus is a file")
+    if queries is None: raise ValueError("`queries` is needed when `corpus` is a file")
     return corpus, queries, qrels
 
 # %% ../nbs/api/26_bench.ipynb #4677ee97
@@ -215,21 +200,6 @@ def _read_collection(corpus, queries, qrels) -> tuple[dict, dict, dict|None]:
     for f, d in ((corpus, docs), (queries, qs)):
         if not d: raise ValueError(f"{f}: no records")
     return docs, qs, read_qrels(qrels, docs) if qrels else None
-
-# %% ../nbs/api/26_bench.ipynb #6a4eda52
-def _check_search(method:str, k, out, format:str):
-    "Fail early on a bad method, cutoff, output file or format."
-    if format not in ('trec', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from trec, poleval")
-    if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
-    parse_methods([method])
-    _check_out(out, '--out')
-
-# %% ../nbs/api/26_bench.ipynb #8d78470b
-def _write(run:dict, qids:list, doc_ids:list, out, k:int, format:str, tag:str) -> dict:
-    "Write `run` as a TREC run or a PolEval submission; returns the run as written."
-    if format == 'trec': write_run(run, out, tag=tag); return run
-    write_poleval(run, qids, out, k, fill=doc_ids)
-    return read_poleval(out, qids)
 
 # %% ../nbs/api/26_bench.ipynb #a52ae514
 def _search(method:str, docs:dict, qs:dict, k:int, o:BuildOptions):
@@ -251,9 +221,9 @@ def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEv
                    options:BuildOptions|None=None # models, cache, progress (default: bm25s)
                   ) -> dict:
     "Search a collection with one method and write a TREC run or a PolEval submission; score it when judged."
-    _check_search(method, k, out, format)
+    parse_methods([method]); check_run_out(out, format, k)
     docs, qs, judged = _read_collection(*_search_files(corpus, queries, qrels, split))
     retriever, run = _search(method, docs, qs, k, options or BuildOptions(bm25_backend='bm25s'))
-    written = _write(run, list(qs), list(docs), out, k, format, method)
+    written = save_run(run, list(qs), out, k=k, format=format, tag=method, fill=list(docs))
     scored = None if judged is None else score_run(judged, written, [f'{m}@{k}' for m in STANDARD_METRICS])
     return dict(model=retriever.model, n_queries=len(qs), n_documents=len(docs), run=run, scored=scored)

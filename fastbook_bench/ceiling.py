@@ -7,6 +7,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Sequence
 from pathlib import Path
+from .core import positive_int
 from .chunking import Corpus, build_corpus, chunk_sizes
 from .data import load_benchmark
 from .scoring import normalize, summarize
@@ -62,9 +63,7 @@ def ceiling_summary(chunk_size:int|str|Sequence[int]=500, # chunk size(s): 500, 
                     data:str|Path|None=None    # data folder (see `data_dir`)
                    ) -> Table:
     "Per chunk size: the ceiling's MRR@k and Recall@k, and how many questions are fully reachable."
-    if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
-    sizes = chunk_sizes(chunk_size)
-    if not sizes: raise ValueError(f"--chunk-size names no chunk size (got {chunk_size!r})")
+    positive_int(k, 'k'); sizes = chunk_sizes(chunk_size)
     questions, out = load_benchmark(data), []
     for cs in sizes:
         rows = ceiling_rows(questions, build_corpus(data, chunk_size=cs), k)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
-from .core import atomic_write
+from .core import atomic_write, check_writable, positive_int, positive_ints, split_list
 from .chunking import Corpus
 from .chunkers import (chunk_documents, chunk_tokens, chunking_table, get_chunker, index_texts,
                                      match_chunk_size, mean_tokens)
@@ -18,6 +18,7 @@ from .methods import BuildOptions, parse_methods
 from .spans import (Collection, fastbook_collection, gold_spans, perfect_scores, question_rows,
                                   rank_chunks, read_collection, scoring_question)
 from .stats import pairwise_tests, summary_table
+from .plots import plot_lines
 from .table import Table, Tables
 
 # %% auto #0
@@ -129,34 +130,16 @@ def favoured(summary:list[dict], # `matrix_tables`' summary
           best in (r['a'], r['b'])]
     return best if ps and max(ps) < alpha else None
 
-# %% ../nbs/api/29_chunk_eval.ipynb #43c22775
-def _positive_ints(value, option:str) -> list[int]:
-    "Positive integers from an int, a list, or a comma-separated string; an error naming `option` otherwise."
-    vals = value.split(',') if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
-    try: out = [int(v) for v in vals if str(v).strip()]
-    except (TypeError, ValueError): out = []
-    if not out or any(v < 1 for v in out) or any(isinstance(v, float) and v != int(v) for v in vals):
-        raise ValueError(f"{option} must be positive integers separated by commas, got {value!r}")
-    return out
-
-# %% ../nbs/api/29_chunk_eval.ipynb #bfe06166
-def _names(value, option:str) -> list:
-    "The names of a comma-separated string or a list (functions kept as they are)."
-    out = [v.strip() if isinstance(v, str) else v for v in (value.split(',') if isinstance(value, str) else value)]
-    if not (out := [v for v in out if v != '']): raise ValueError(f"{option} names nothing (got {value!r})")
-    return out
-
 # %% ../nbs/api/29_chunk_eval.ipynb #5512f703
 def _check_options(chunkers, methods, budgets, chunk_size, k, out):
     "The chunkers, methods, budgets and chunk size asked for, checked (with `k` and `out`) before any slow work."
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"--k must be a positive integer, got {k!r}")
-    chunkers, budgets, size = _names(chunkers, '--chunkers'), _positive_ints(budgets, '--budget'), \
-        _positive_ints(chunk_size, '--chunk-size')
+    positive_int(k, 'k')
+    chunkers, budgets, size = split_list(chunkers, 'chunkers'), positive_ints(budgets, 'budgets'), \
+        positive_ints(chunk_size, 'chunk_size')
     for ch in chunkers: get_chunker(ch)
-    methods = [m.name for m in parse_methods(_names(methods, '--methods'))]
-    if len(size) != 1: raise ValueError(f"--chunk-size takes one size, got {chunk_size!r}")
-    if out is not None and Path(out).exists() and not Path(out).is_dir(): raise ValueError(f"--out {out} is a file")
+    methods = [m.name for m in parse_methods(split_list(methods, 'methods'))]
+    if len(size) != 1: raise ValueError(f"`chunk_size` takes one size, got {chunk_size!r}")
+    if out is not None: check_writable(out, 'out', folder=True)
     return chunkers, methods, budgets, size[0]
 
 # %% ../nbs/api/29_chunk_eval.ipynb #dc13992d
@@ -164,18 +147,8 @@ def plot_budget(summary:list[dict],  # `matrix_tables`' summary
                 metric:str='recall', # the column to plot
                 method:str='bm25'    # the method whose rows are plotted
                ):
-    "`metric` against the token budget, one line per chunker, with 95 % interval bars."
-    from matplotlib.figure import Figure
-    fig = Figure(figsize=(5, 3.5), layout='tight'); ax = fig.subplots()
-    rows = [r for r in summary if r['method'] == method]
-    for ch in dict.fromkeys(r['chunker'] for r in rows):
-        rs = sorted((r for r in rows if r['chunker'] == ch), key=lambda r: r['budget'])
-        ax.errorbar([r['budget'] for r in rs], [r[metric] for r in rs], capsize=3, marker='o', label=ch,
-                    yerr=[[r[metric] - r[metric + '_lo'] for r in rs], [r[metric + '_hi'] - r[metric] for r in rs]])
-    bs = sorted({r['budget'] for r in rows})
-    ax.set_xscale('log'); ax.set_xticks(bs, [str(b) for b in bs]); ax.minorticks_off()
-    ax.set_xlabel('token budget'); ax.set_ylabel(metric); ax.set_title(method); ax.legend(fontsize=8)
-    return fig
+    "`metric` against the token budget, one line per chunker, with 95 % interval bars (`plot_lines`)."
+    return plot_lines([r for r in summary if r['method'] == method], metric, 'budget', 'chunker', 'token budget', method)
 
 # %% ../nbs/api/29_chunk_eval.ipynb #5165c7b0
 def _write(out, tables:dict[str, list[dict]], plots:bool) -> list[Path]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Sequence
 import regex
 from fastcore.basics import patch_to
-from .core import atomic_write, cache_dir
+from .core import atomic_write, cache_dir, positive_ints
 from .data import CHAPTERS, chapter_texts, data_dir
 from .sentences import split_sentences
 
@@ -114,7 +114,7 @@ def chunk_overlap(chunk_size:int) -> int:
     "RAGatouille's overlap for `chunk_size`: min(chunk_size / 4, 64), which must be a whole number."
     if (isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, float)) or chunk_size != int(chunk_size)
             or chunk_size <= 0):
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+        raise ValueError(f"`chunk_size` must be a positive integer, got {chunk_size!r}")
     overlap = min(chunk_size / 4, 64)
     if overlap != int(overlap):
         raise ValueError(f"chunk_size {chunk_size} gives a fractional overlap ({overlap}), which RAGatouille's "
@@ -209,7 +209,7 @@ def build_corpus(data:str|Path|None=None, # data folder (see `data_dir`)
                 ) -> Corpus:
     "The chunked fastbook chapters, as the published run built them."
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 32:
-        raise ValueError(f"chunk_size must be an integer >= 32, got {chunk_size!r}")
+        raise ValueError(f"`chunk_size` must be an integer >= 32, got {chunk_size!r}")
     chunk_overlap(chunk_size)  # below 256, only multiples of 4 give the whole-token overlap the reference needs
     d = data_dir(data)
     key = _corpus_key(d, chunk_size, pieces)
@@ -224,12 +224,8 @@ def build_corpus(data:str|Path|None=None, # data folder (see `data_dir`)
 # %% ../nbs/api/05_chunking.ipynb #eb1ae952
 def chunk_sizes(chunk_size:int|str|Sequence[int] # 500, [256, 500] or '256,500'
                ) -> list[int]:
-    "Chunk sizes from an int, a list, or a comma-separated string."
-    if isinstance(chunk_size, str):
-        try: return [int(s) for s in chunk_size.split(',') if s.strip()]
-        except ValueError:
-            raise ValueError(f"chunk_size must be integers >= 32 separated by commas, got {chunk_size!r}") from None
-    return list(chunk_size) if isinstance(chunk_size, (list, tuple)) else [chunk_size]
+    "Chunk sizes from an int, a list, or a comma-separated string (`positive_ints`)."
+    return positive_ints(chunk_size, 'chunk_size')
 
 # %% ../nbs/api/05_chunking.ipynb #d5b4c1f9
 def text_blocks(text:str # a chapter's text

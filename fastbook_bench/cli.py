@@ -4,17 +4,18 @@
 
 # %% ../nbs/api/35_cli.ipynb #b96b1a44
 from __future__ import annotations
-import contextlib, io, json, sys, time, warnings
+import argparse, contextlib, io, json, re, sys, time, warnings
 from contextlib import contextmanager
 from pathlib import Path
 from fastcore.meta import delegates
-from fastcore.script import anno_parser
+from fastcore.docments import docments
 from . import __version__
 from .bench import evaluate_files, format_table, metrics_report, missing_note, run_benchmark, search_dataset
 from .ceiling import ceiling_summary
 from .chunk_eval import chunking_report, evaluate_chunkers
 from .eval_set import build_eval_set, eval_set_report
 from .index import build_index, search_index
+from .core import split_list
 from .judge import LLMError, make_judge
 from .methods import BuildOptions
 
@@ -155,7 +156,7 @@ def eval_cmd(*,
     if not (qrels and run): raise ValueError("--qrels and --run are required")
     s = evaluate_files(qrels, run, metrics=metrics, queries=queries, complete=complete,
                        ignore_identical_ids=ignore_identical_ids, duplicates=duplicates)
-    if note := missing_note(s): print(f"note: {note}", file=sys.stderr)
+    if note := missing_note(s): warnings.warn(note)
     print(metrics_report(s, per_query))
 
 # %% ../nbs/api/35_cli.ipynb #751b86ef
@@ -200,8 +201,7 @@ def build_eval_set_cmd(*,
     **kwargs):
     "Label an evaluation set: retrievers propose (query, document) pairs, an LLM grades them, grades 3-4 are kept."
     if not queries or not corpus: raise ValueError("--queries and --corpus are required")
-    specs = [m.strip() for m in models.split(',') if m.strip()]
-    if not specs: raise ValueError("--models names no proposer")
+    specs = split_list(models, 'models')
     j, o = _judge(dry_run=dry_run, **kwargs), BuildOptions(offline=offline, cache=cache,
                                                          progress=progress and sys.stderr.isatty())
     with _resumable(out):
@@ -233,17 +233,16 @@ COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 
             'build-eval-set': build_eval_set_cmd, 'chunking': chunking}
 
 # %% ../nbs/api/35_cli.ipynb #6d1e937e
-def _parser(cmd:str):
-    "`fastcore.script`'s parser for `cmd`, with `--chunk-size` spellings and `--no-*` flags described as such."
-    p = anno_parser(COMMANDS[cmd], prog=f'fastbook-bench {cmd}')
-    for a in p._actions:
-        if a.option_strings and a.option_strings[0].startswith('--no-'):
-            a.help = "don't " + a.help.replace(' (default: True)', '')
-        for o in list(a.option_strings):
-            alt = '--' + o[2:].replace('_', '-')
-            if o.startswith('--') and alt not in p._option_string_actions:
-                a.option_strings.insert(0, alt); p._option_string_actions[alt] = a
-    if (f := p._option_string_actions.get('--faiss')) is not None: f.nargs, f.const = '?', 'default'  # bare --faiss
+def _parser(cmd:str) -> argparse.ArgumentParser:
+    "The parser of `cmd` from its documented parameters: `--chunk-size` (or `--chunk_size`), `--no-cache` for a True flag."
+    p = argparse.ArgumentParser(prog=f'fastbook-bench {cmd}', description=COMMANDS[cmd].__doc__)
+    for name, d in docments(COMMANDS[cmd], full=True, returns=False, eval_str=True).items():
+        flag, kw = name.replace('_', '-'), dict(dest=name, help=d.docment or '')
+        if d.anno is bool and d.default: flag, kw = f'no-{flag}', dict(kw, action='store_false', help="don't " + kw['help'])
+        elif d.anno is bool: kw['action'] = 'store_true'
+        else: kw.update(type=d.anno, default=d.default, help=kw['help'] + f' (default: {d.default})' * (d.default is not None))
+        if name == 'faiss': kw.update(nargs='?', const='default')  # a bare --faiss: default_factory's
+        p.add_argument(f'--{flag}', *[f'--{flag.replace("-", "_")}'] * ('-' in flag), **kw)
     return p
 
 # %% ../nbs/api/35_cli.ipynb #b2a9db87
@@ -252,6 +251,15 @@ def _usage() -> str:
     w = max(map(len, COMMANDS))
     return '\n'.join(["usage: fastbook-bench COMMAND [options]   (fastbook-bench COMMAND --help for its options)", '',
                       'commands:', *(f"  {c.ljust(w)}  {f.__doc__.splitlines()[0]}" for c, f in COMMANDS.items())])
+
+# %% ../nbs/api/35_cli.ipynb #68605da1
+_FLAG_NAMES = {'build-eval-set': dict(k='topk', base_url='llm_base_url', model='llm_model', kind='judge', prompt_file='prompt'),
+               'chunking': dict(budgets='budget'), 'index': dict(address='ray_address'), 'search': dict(address='ray_address')}
+
+def _spell(message:str, cmd:str) -> str:
+    "`message` with each `parameter` of `cmd` that it names written as its flag: `k` -> --k."
+    names = {**{n: n for n in docments(COMMANDS[cmd])}, **_FLAG_NAMES.get(cmd, {})}
+    return re.sub(r'`(\w+)`', lambda m: '--' + names[m[1]].replace('_', '-') if m[1] in names else m[0], message)
 
 # %% ../nbs/api/35_cli.ipynb #30107239
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
@@ -265,16 +273,15 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         print(f"fastbook-bench: error: unknown command {argv[0]!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     args = vars(_parser(argv[0]).parse_args(argv[1:]))
-    args.pop('pdb', None); args.pop('xtra', None)
     try:
         with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter('always')
             try: COMMANDS[argv[0]](**args)
             finally:
-                for w in ws: print(f"note: {w.message}", file=sys.stderr)
+                for w in ws: print(f"note: {_spell(str(w.message), argv[0])}", file=sys.stderr)
     # OSError: missing or unreadable files, folders for files; ImportError: a method without the extra it needs
     except (ValueError, TypeError, OSError, ImportError, LLMError) as e:
-        print(f"fastbook-bench {argv[0]}: error: {e}", file=sys.stderr)
+        print(f"fastbook-bench {argv[0]}: error: {_spell(str(e), argv[0])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"fastbook-bench {argv[0]}: interrupted", file=sys.stderr)

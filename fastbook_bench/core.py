@@ -10,7 +10,8 @@ from typing import Callable
 import numpy as np
 
 # %% auto #0
-__all__ = ['cache_dir', 'atomic_write', 'atomic_dir', 'fingerprint', 'cached_arrays', 'say_once']
+__all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'fingerprint', 'cached_arrays', 'say_once', 'positive_int',
+           'split_list', 'positive_ints', 'check_writable', 'file_sha256']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -27,20 +28,29 @@ def _read_umask() -> int:
 _UMASK = _read_umask()  # read once, at import: the permissions a plain `open` would give new files
 
 # %% ../nbs/api/00_core.ipynb #5d7fb217
-def atomic_write(path:str|Path, # file to (over)write
-                 data:bytes|str # its whole content
-                ) -> Path:
-    "Write `data` to `path` through a temporary file and a rename, so no reader ever sees half a file."
+def atomic_file(path:str|Path, # file to (re)create
+                make:Callable[[Path], object] # writes the whole file at the temporary path it is given
+               ) -> Path:
+    "Run `make(tmp)` on a temporary path beside `path`, then rename it into place: `path` is complete or untouched."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, str): data = data.encode('utf-8')
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp')
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp'); os.close(fd)
     try:
-        with os.fdopen(fd, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
+        make(Path(tmp))
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private (0600); give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True); raise
     return path
+
+# %% ../nbs/api/00_core.ipynb #fc3743f4
+def atomic_write(path:str|Path, # file to (over)write
+                 data:bytes|str # its whole content
+                ) -> Path:
+    "Write `data` to `path` through a temporary file and a rename (`atomic_file`), so no reader sees half a file."
+    if isinstance(data, str): data = data.encode('utf-8')
+    def make(tmp:Path):
+        with open(tmp, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
+    return atomic_file(path, make)
 
 # %% ../nbs/api/00_core.ipynb #8138fc52
 def atomic_dir(dest:str|Path, # the folder to (re)build
@@ -111,3 +121,51 @@ _SAID = set()
 def say_once(message:str):
     "Print `message` on stderr, once per process."
     if message not in _SAID: _SAID.add(message); print(message, file=sys.stderr)
+
+# %% ../nbs/api/00_core.ipynb #993fc1dd
+def positive_int(value, # a count: a cutoff, a concurrency, a number of lists to probe
+                 name:str # the parameter, as the error names it
+                ) -> int:
+    "`value` if it is a positive integer (a bool is not), else a ValueError naming `name`."
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}")
+    return int(value)
+
+# %% ../nbs/api/00_core.ipynb #4e2da060
+def split_list(value, # 'a,b', ['a', 'b'], or one value
+               name:str, # the parameter, as the error names it
+               example:str|None=None # a valid value, shown in the error
+              ) -> list:
+    "The items of a comma-separated string or a sequence, strings stripped and blanks dropped; at least one."
+    items = value.split(',') if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else [value]
+    if not (out := [v.strip() if isinstance(v, str) else v for v in items if not (isinstance(v, str) and not v.strip())]):
+        raise ValueError(f"`{name}` names nothing (got {value!r})" + (f"; e.g. {example}" if example else ''))
+    return out
+
+def positive_ints(value, name:str) -> list[int]:
+    "The positive integers of `split_list(value)`: '256,500', [256, 500] or 500."
+    vals = split_list(value, name)
+    try: return [positive_int(int(v) if isinstance(v, str) else v, name) for v in vals]
+    except ValueError: raise ValueError(f"`{name}` must be positive integers separated by commas, got {value!r}") from None
+
+# %% ../nbs/api/00_core.ipynb #855ea931
+def check_writable(path:str|Path, # where a file (or, with `folder`, a folder) will be written
+                   name:str,      # the parameter, as the error names it
+                   folder:bool=False):
+    "Fail unless `path` can be written, before any slow work: not a folder for a file, nor a file for a folder."
+    p = Path(path)
+    if folder and p.exists() and not p.is_dir(): raise ValueError(f"`{name}` {path} is a file, not a folder")
+    if not folder and p.is_dir(): raise ValueError(f"`{name}` {path} is a folder; give a file name")
+    d = next(a for a in (p if folder else p.parent, *(p if folder else p.parent).parents) if a.exists())
+    if not d.is_dir(): raise ValueError(f"`{name}` {path}: {d} is not a folder")
+    try: tempfile.TemporaryFile(dir=d).close()
+    except OSError as e: raise PermissionError(f"`{name}` {path}: cannot write into {d} ({e.strerror})") from None
+
+# %% ../nbs/api/00_core.ipynb #a6ddcc57
+def file_sha256(path:str|Path # any file
+               ) -> str:
+    "The sha256 hex digest of the file's bytes, read in blocks of 1 MiB."
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for b in iter(lambda: f.read(1 << 20), b''): h.update(b)
+    return h.hexdigest()

@@ -10,7 +10,7 @@ from .core import atomic_write, cache_dir
 
 # %% auto #0
 __all__ = ['CHAPTERS', 'UPSTREAM_URL', 'DATA_FILES', 'DataNotFoundError', 'fetch', 'data_dir', 'load_benchmark', 'dataset_stats',
-           'notebook_text', 'chapter_texts', 'load_keywords', 'question_id']
+           'notebook_text', 'chapter_texts', 'load_keywords', 'question_id', 'published_sums']
 
 # %% ../nbs/api/03_data.ipynb #124a91ac
 CHAPTERS = {1: '01_intro', 2: '02_production', 4: '04_mnist_basics', 8: '08_collab',
@@ -46,7 +46,7 @@ class DataNotFoundError(FileNotFoundError):
     "The fastbook-benchmark files could not be found or downloaded."
 
 # %% ../nbs/api/03_data.ipynb #d6487557
-_HOW = ("Point fastbook_bench at a local copy of fastbook-benchmark: pass `data=DIR` (command line: `--data DIR`) "
+_HOW = ("Point fastbook_bench at a local copy of fastbook-benchmark: pass `data` DIR "
         "or set FASTBOOK_BENCH_DATA=DIR, where DIR holds fastbook-benchmark.json, fts_keywords.csv and "
         f"chapters/*.ipynb (from {UPSTREAM_URL}).")
 
@@ -187,3 +187,14 @@ def question_id(q:dict # a fastbook-benchmark question
                ) -> str:
     "The id of a question in qrels and runs: `'<chapter>-<question_number>'`."
     return f"{q['chapter']}-{q['question_number']}"
+
+# %% ../nbs/api/03_data.ipynb #a7434b22
+def published_sums(model:str,                    # the model's name as the README's table writes it
+                   data:str|Path|None=None       # data folder (see `data_dir`)
+                  ) -> tuple[float, float]|None:
+    "The MRR@10 and Recall@10 sums over the questions that the data's README publishes for `model`; None without one."
+    fn = data_dir(data, download=False)/'README.md'
+    if not fn.is_file(): return None
+    row = next((l for l in fn.read_text(encoding='utf-8').splitlines() if l.startswith('|') and model in l), None)
+    if row is None: raise ValueError(f"{fn} publishes no figures for {model!r}")
+    return tuple(float(c.split('/')[0]) for c in row.split('|')[2:4])

@@ -43,7 +43,7 @@ def require_ray():
     try: import ray
     except ImportError: ray = None
     if not hasattr(ray, 'init'):  # None, or a plain folder named ray (Ray leaves /tmp/ray) imported as a namespace
-        raise ImportError('--engine ray needs the scale extra: pip install "fastbook_bench[scale]"', name='ray')
+        raise ImportError('`engine` ray needs the scale extra: pip install "fastbook_bench[scale]"', name='ray')
 
 # %% ../nbs/api/30_engines.ipynb #b39219d1
 def get_engine(engine:str|object='local', # 'local', 'ray', or an engine (returned as it is)
@@ -53,7 +53,7 @@ def get_engine(engine:str|object='local', # 'local', 'ray', or an engine (return
     if not isinstance(engine, str): return engine
     if engine not in ENGINES: raise ValueError(f"Unknown engine {engine!r}; choose from {', '.join(ENGINES)}")
     if engine == 'local':
-        if address is not None: raise ValueError("--ray-address needs --engine ray")
+        if address is not None: raise ValueError("`address` needs `engine` ray")
         return LocalEngine()
     require_ray()
     return importlib.import_module(ENGINES[engine]).RayEngine(address)

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
-from .core import atomic_write
+from .core import atomic_write, positive_int
 from .datasets import read_corpus, read_queries, write_qrels
 from .judge import Judge, LLMError, LLMJudge
 from .judgments import JudgmentLog, judge_pairs, relevance, texts_key
@@ -38,7 +38,7 @@ def propose_candidates(queries:Mapping[str, str],         # query id -> text
                        k:int=20                           # documents each proposer proposes per query
                       ) -> list[dict]:
     "The union of each proposer's top `k` documents per query: `{query_id, doc_id, proposed_by: {name: rank}}` rows."
-    if not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive integer, got {k!r}")
+    positive_int(k, 'k')
     qids, dids, pairs = list(queries), list(corpus), {}
     for name, r in proposers.items():
         if len(r) != len(dids): raise ValueError(f"proposer {name!r} holds {len(r)} documents, the corpus {len(dids)}")
@@ -57,7 +57,7 @@ def plan_calls(candidates:list[dict],               # rows of `propose_candidate
               ) -> dict:
     "How many candidates, how many already judged, how many calls remain, and what they cost."
     if price_per_call is not None and not (isinstance(price_per_call, (int, float)) and 0 <= price_per_call < inf):
-        raise ValueError(f"price_per_call (--price-per-call) must be a number >= 0, got {price_per_call!r}")
+        raise ValueError(f"`price_per_call` must be a number >= 0, got {price_per_call!r}")
     done = set(judged)
     calls = sum((c['query_id'], c['doc_id']) not in done for c in candidates)
     return {'candidates': len(candidates), 'already_judged': len(candidates) - calls, 'calls': calls,
@@ -78,9 +78,7 @@ def _inputs(queries:Mapping[str, str]|str|Path, # query id -> text, or a queries
 def _check_args(judge:Judge|None, out:Path, k:int, threshold:int, concurrency:int, dry_run:bool, price:float|None):
     "A ValueError naming the first bad argument, if any."
     relevance([], threshold); plan_calls([], price_per_call=price)
-    if not isinstance(k, int) or k < 1: raise ValueError(f"k (--topk) must be a positive integer, got {k!r}")
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    positive_int(k, 'k'); positive_int(concurrency, 'concurrency')
     if judge is None and not dry_run: raise ValueError("build_eval_set needs a judge unless dry_run=True")
     for p, want in ((out, 'a folder'), (out/'judgments.jsonl', 'a file')):
         if p.exists() and p.is_dir() != (want == 'a folder'):

@@ -4,14 +4,14 @@
 
 # %% ../nbs/api/07_fts.ipynb #7bed4075
 from __future__ import annotations
-import math, os, re, sqlite3, tempfile
+import math, re, sqlite3
 from collections import Counter
 from itertools import islice, repeat
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 import numpy as np
 from fastcore.basics import patch_to
-from .core import fingerprint
+from .core import atomic_file, fingerprint
 from .retriever import Retriever, check_search
 
 # %% auto #0
@@ -81,9 +81,8 @@ def _connect(self, path:Path|None, key:str) -> sqlite3.Connection:
     "The index: in memory, reused from `path`, or built in a temporary file renamed to `path`."
     if path is None: return self._build(':memory:', key)
     if (con := self._open(path, key)) is not None: return con
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix='.tmp'); os.close(fd); os.unlink(tmp)
-    try: self._build(tmp, key).close(); os.replace(tmp, path)
-    finally: Path(tmp).unlink(missing_ok=True)
+    def make(tmp:Path): tmp.unlink(); self._build(str(tmp), key).close()  # sqlite wants to create the file itself
+    atomic_file(path, make)
     return sqlite3.connect(path)
 
 # %% ../nbs/api/07_fts.ipynb #e797eb69
@@ -101,11 +100,8 @@ def fts5_search(con:sqlite3.Connection, # a database filled by `fts5_fill`
 
 # %% ../nbs/api/07_fts.ipynb #83d1961b
 @patch_to(FTS5Retriever)
-def search(self, queries:Sequence[str], # any strings
-           k:int=10,                    # passages to return per query
-           subsets:Sequence[Sequence[int]|None]|None=None # allowed passage indices, one entry per query
-          ) -> list[list[tuple[int, float]]]:
-    "The best `k` `(passage index, -bm25)` pairs for each query; passages matching no term are left out."
+def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tuple[int, float]]]:
+    "`Retriever.search` by SQLite: `(passage index, -bm25)` pairs; passages matching no term are left out."
     queries, subsets = check_search(self, queries, k, subsets)
     return [fts5_search(self.con, q, k, sub) for q, sub in zip(queries, subsets)]
 

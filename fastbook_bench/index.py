@@ -11,20 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
-from .core import atomic_dir, atomic_write
+from .core import atomic_dir, atomic_write, file_sha256
 from .bench import score_run
 from .datasets import dataset_files, iter_corpus, read_qrels, read_queries
 from .metrics import STANDARD_METRICS
 from .fts import fts5_fill, fts5_search
 from .methods import BuildOptions
 from .retriever import check_search
-from .runs import read_poleval, to_run, write_poleval, write_run
+from .runs import check_run_out, save_run, to_run
 from .engines import ENGINES, get_engine
 
 # %% auto #0
-__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'check_options', 'file_sha256', 'corpus_file', 'DocIds',
-           'read_manifest', 'count_lines', 'kind_engine', 'build_index', 'Index', 'open_index', 'search_index',
-           'FTS5Searcher']
+__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'check_options', 'corpus_file', 'DocIds', 'read_manifest',
+           'count_lines', 'kind_engine', 'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
 
 # %% ../nbs/api/31_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
@@ -33,7 +32,7 @@ INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is ref
 @dataclass(frozen=True)
 class IndexKind:
     "A persistent index method: how to build its files and open them for search."
-    name:str  # the method's name, as `--method` spells it
+    name:str  # the method's name, as `build_index`'s `method` spells it
     build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool, **build_options) -> settings
     open:Callable   # (folder, manifest, options: BuildOptions, **search_options) -> searcher with .search(queries, k)
     build_options:tuple=()  # names of the keyword options its `build` takes besides those (`build_index(**...)`)
@@ -58,12 +57,6 @@ def check_options(kind:IndexKind,  # the kind asked for
     if bad := [n for n in given if n not in names]:
         raise ValueError(f"a {kind.name} index takes no {what} option {bad[0]!r}; "
                          f"its {what} options: {', '.join(names) or 'none'}")
-
-# %% ../nbs/api/31_index.ipynb #97e21046
-def file_sha256(path:str|Path # any file
-               ) -> str:
-    "`'sha256:'` and the hex digest of the file's bytes, read in blocks."
-    with open(path, 'rb') as f: return 'sha256:' + hashlib.file_digest(f, 'sha256').hexdigest()
 
 # %% ../nbs/api/31_index.ipynb #870bdb5d
 def corpus_file(corpus:str|Path # a corpus file, or a BEIR or PolEval dataset folder
@@ -158,7 +151,7 @@ def kind_engine(kind:IndexKind, # the index kind asked for
     name = engine if isinstance(engine, str) else engine.name
     if name not in ENGINES: raise ValueError(f"Unknown engine {name!r}; choose from {', '.join(ENGINES)}")
     if name not in kind.engines:
-        raise ValueError(f"--engine {name}: the {kind.name} index runs on {', '.join(kind.engines)} only")
+        raise ValueError(f"`engine` {name}: the {kind.name} index runs on {', '.join(kind.engines)} only")
     eng = get_engine(engine, address=address)
     return {} if kind.engines == ('local',) else dict(engine=eng)
 
@@ -182,7 +175,7 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
         ids = _IdWriter(tmp)
         settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng, **kind_options)
         n = ids.close()
-        corp = dict(path=str(src.resolve()), fingerprint=file_sha256(src), documents=n)
+        corp = dict(path=str(src.resolve()), fingerprint='sha256:' + file_sha256(src), documents=n)
         m = dict(format=INDEX_FORMAT, method=method, settings=settings, corpus=corp, complete=True)
         atomic_write(tmp/'manifest.json', json.dumps(m, indent=1, ensure_ascii=False))
     return atomic_dir(out, build)
@@ -222,20 +215,6 @@ def open_index(path:str|Path, # an index folder
     eng = kind_engine(kind, engine, ray_address)
     return Index(path, m, kind.open(path, m, options or BuildOptions(), **eng, **search_options))
 
-# %% ../nbs/api/31_index.ipynb #43af1b98
-def _write(idx:Index, run:dict, qids:list, out:Path, k:int, format:str) -> dict:
-    "Write `run` as a TREC run or a PolEval submission; the run as written."
-    if format == 'trec': write_run(run, out, tag=idx.manifest['method']); return run
-    write_poleval(run, qids, out, k, fill=[idx.doc_ids[i] for i in range(min(len(idx), 2 * k))])
-    return read_poleval(out, qids)
-
-# %% ../nbs/api/31_index.ipynb #86de91d5
-def _check_search(k, out, format:str):
-    "Fail early on a bad cutoff, output file or format."
-    if format not in ('trec', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from trec, poleval")
-    if not isinstance(k, int) or k < 1: raise ValueError(f"--k must be a positive integer, got {k!r}")
-    if Path(out).is_dir(): raise ValueError(f"--out {out} is a folder; give a file name")
-
 # %% ../nbs/api/31_index.ipynb #739d37e7
 def search_index(index:str|Path,       # an index folder (`build_index`)
                  *,
@@ -251,13 +230,14 @@ def search_index(index:str|Path,       # an index folder (`build_index`)
                  **search_options      # options of the index's kind (`open_index`)
                 ) -> dict:
     "Search an index with a queries file; write a TREC run or a PolEval submission; score it when judged."
-    _check_search(k, out, format)
+    check_run_out(out, format, k)
     if not (qs := read_queries(queries)): raise ValueError(f"{queries}: no records")
     o = options or BuildOptions()
     idx = open_index(index, method=method, model=o.model, options=o, engine=engine, ray_address=ray_address,
                      **search_options)
     run = idx.run(list(qs), list(qs.values()), k)
-    written = _write(idx, run, list(qs), Path(out), k, format)
+    fill = [idx.doc_ids[i] for i in range(min(len(idx), 2 * k))] if format == 'poleval' else None
+    written = save_run(run, list(qs), out, k=k, format=format, tag=idx.manifest['method'], fill=fill)
     scored = None if qrels is None else score_run(read_qrels(qrels), written, [f'{m}@{k}' for m in STANDARD_METRICS])
     return dict(method=idx.manifest['method'], n_queries=len(qs), n_documents=len(idx), run=run, scored=scored)
 

@@ -109,8 +109,8 @@ def _check_options(prompt:str, timeout:float, max_retries:int):
     "Fail on a template without its fields, a timeout that is not positive, or a negative number of retries."
     render_prompt(prompt, '', '')
     if not (isinstance(max_retries, int) and max_retries >= 0):
-        raise ValueError(f"max_retries must be 0 or more, got {max_retries!r}")
-    if not timeout > 0: raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        raise ValueError(f"`max_retries` must be 0 or more, got {max_retries!r}")
+    if not timeout > 0: raise ValueError(f"`timeout` must be a positive number of seconds, got {timeout!r}")
 
 # %% ../nbs/api/23_judge.ipynb #3b62a2ec
 class LLMJudge(Judge):
@@ -252,5 +252,5 @@ def make_judge(kind:str='llm',                   # 'llm' or 'overlap'
         return LLMJudge(base_url, model, api_key_env=api_key_env, prompt=_read_prompt(prompt_file), timeout=timeout,
                         max_retries=max_retries)
     if dry_run: return None
-    raise ValueError("--llm-base-url and --llm-model are required "
-                     "(or --judge overlap to try it without an LLM, or --dry-run)")
+    raise ValueError("`base_url` and `model` are required "
+                     "(or `kind` overlap to try it without an LLM, or `dry_run`)")

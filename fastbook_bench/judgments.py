@@ -10,7 +10,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 from fastcore.basics import patch_to
-from .core import fingerprint
+from .core import fingerprint, positive_int
 from .judge import Judge
 
 # %% auto #0
@@ -117,8 +117,7 @@ def judge_pairs(pairs:Sequence[tuple[str, str]],   # (query id, doc id) pairs to
                 progress:bool=True                 # show a progress bar on stderr
                ) -> list[dict]:
     "Judge `pairs`, `concurrency` at a time, logging each judgment; returns them in order of arrival."
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    positive_int(concurrency, 'concurrency')
     from tqdm.auto import tqdm
     one = lambda p: _judge_one(judge, log, *p, queries[p[0]], corpus[p[1]])
     with (ThreadPoolExecutor(concurrency) as pool,
@@ -130,7 +129,7 @@ def relevance(judgments:Iterable[dict], # judgment records (`query_id`, `doc_id`
               threshold:int=3           # lowest grade kept (1-4)
              ) -> dict[str, dict[str, int]]:
     "`{query_id: {doc_id: grade}}` of the judgments graded `threshold` or more; queries with none are left out."
-    if threshold not in (1, 2, 3, 4): raise ValueError(f"threshold must be 1, 2, 3 or 4, got {threshold!r}")
+    if threshold not in (1, 2, 3, 4): raise ValueError(f"`threshold` must be 1, 2, 3 or 4, got {threshold!r}")
     out = {}
     for r in judgments:
         if r['label'] is not None and r['label'] >= threshold:

@@ -49,7 +49,7 @@ def _check_window(self):
     "Fail, naming the allowed range, unless `window` fits the model."
     limit = self.bert.config.max_position_embeddings
     if not 3 <= self.window <= limit:
-        raise ValueError(f"window must be between 3 and {limit} word pieces, got {self.window}")
+        raise ValueError(f"`window` must be between 3 and {limit} word pieces, got {self.window}")
 
 # %% ../nbs/api/18_maxsim.ipynb #046ddd62
 @patch_to(MaxSimEncoder)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
+from .core import split_list
 from .fts import BM25Retriever, FTS5Retriever, tokenize_identifiers
 from .fusion import FusionRetriever, WithQueries
 from .models import load_sentence_model, offline, require_neural
@@ -29,7 +30,7 @@ class BuildOptions:
 @dataclass(frozen=True)
 class Method:
     "A retrieval method: its name, how to build its retriever, and the query field it searches."
-    name:str                       # what `get_retriever` and `--methods` call it
+    name:str                       # what `get_retriever` and `parse_methods` call it
     build:Callable[..., Retriever] # (passages, options, labels, alt_queries) -> retriever
     query:str='text'               # 'text' (the query as given) or another field, such as 'keywords'
     fields:tuple=()                # the alternative query fields it (or a component) searches
@@ -102,8 +103,7 @@ def _fusion(name:str) -> Method:
 def parse_methods(methods:str|Sequence[str]|None # comma-separated names, a list of names, or None for the defaults
                  ) -> list[Method]:
     "The `Method`s named in `methods` (fusions included), with a clear error for an unknown name or a missing extra."
-    names = DEFAULT_METHODS if methods is None else [m.strip() for m in
-                                                     (methods.split(',') if isinstance(methods, str) else methods)]
+    names = DEFAULT_METHODS if methods is None else split_list(methods, 'methods', example='fts5,bm25')
     out = []
     for n in dict.fromkeys(n for n in names if n):
         if ':' in n and n.partition(':')[0] in FUSIONS: out.append(_fusion(n))
@@ -128,7 +128,8 @@ def get_retriever(name:str,                       # a method name or a fusion su
                   alt_queries:dict[str, dict[str, str]]|None=None # field -> {query: that field's text}
                  ) -> Retriever:
     "The retriever of method `name` over `passages`."
+    if not isinstance(name, str) or not name.strip() or ',' in name:
+        raise ValueError(f"one method name expected, got {name!r}")
     ms = parse_methods([name])
-    if len(ms) != 1: raise ValueError(f"one method name expected, got {name!r}")
     o = options or BuildOptions()
     with offline(o.offline): return _build(ms[0], list(passages), o, labels, alt_queries or {})

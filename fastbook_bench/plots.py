@@ -11,7 +11,7 @@ from .core import atomic_write
 from .scoring import summarize
 
 # %% auto #0
-__all__ = ['plot_metric', 'plot_by_chunk_size', 'plot_chapters', 'save_plots']
+__all__ = ['plot_metric', 'plot_lines', 'plot_by_chunk_size', 'plot_chapters', 'save_plots']
 
 # %% ../nbs/api/11_plots.ipynb #91cb2298
 def _figure(width:float, # inches
@@ -40,19 +40,28 @@ def plot_metric(summary:list[dict],     # rows with method, chunk_size, the metr
     return fig
 
 # %% ../nbs/api/11_plots.ipynb #fa1e2445
+def plot_lines(rows:list[dict],    # rows with the columns `x`, `by`, the metric and its _lo/_hi interval
+               metric:str,         # the column to plot
+               x:str,              # the column along the (log) x axis: a chunk size, a token budget
+               by:str,             # one line per value of this column
+               xlabel:str|None=None, title:str|None=None):
+    "`metric` against `x`, one line per value of `by`, with 95 % interval bars."
+    fig = _figure(5, 3.5); ax = fig.subplots()
+    for g in dict.fromkeys(r[by] for r in rows):
+        rs = sorted((r for r in rows if r[by] == g), key=lambda r: r[x])
+        ax.errorbar([r[x] for r in rs], [r[metric] for r in rs], capsize=3, marker='o', label=g,
+                    yerr=[[r[metric] - r[metric + '_lo'] for r in rs], [r[metric + '_hi'] - r[metric] for r in rs]])
+    xs = sorted({r[x] for r in rows})
+    ax.set_xscale('log'); ax.set_xticks(xs, [str(v) for v in xs]); ax.minorticks_off()
+    ax.set_xlabel(xlabel or x); ax.set_ylabel(metric); ax.legend(fontsize=8)
+    if title: ax.set_title(title)
+    return fig
+
 def plot_by_chunk_size(summary:list[dict],    # rows with method, chunk_size, the metric and its _lo/_hi interval
                        metric:str='mrr_at_10' # the column to plot
                       ):
-    "`metric` against the chunk size, one line per method, with 95 % interval bars."
-    fig = _figure(5, 3.5); ax = fig.subplots()
-    for m in dict.fromkeys(r['method'] for r in summary):
-        rs = sorted((r for r in summary if r['method'] == m), key=lambda r: r['chunk_size'])
-        ax.errorbar([r['chunk_size'] for r in rs], [r[metric] for r in rs], capsize=3, marker='o', label=m,
-                    yerr=[[r[metric] - r[metric + '_lo'] for r in rs], [r[metric + '_hi'] - r[metric] for r in rs]])
-    sizes = sorted({r['chunk_size'] for r in summary})
-    ax.set_xscale('log'); ax.set_xticks(sizes, [str(s) for s in sizes]); ax.minorticks_off()
-    ax.set_xlabel('chunk size (tokens)'); ax.set_ylabel(metric); ax.legend(fontsize=8)
-    return fig
+    "`metric` against the chunk size, one line per method, with 95 % interval bars (`plot_lines`)."
+    return plot_lines(summary, metric, 'chunk_size', 'method', 'chunk size (tokens)')
 
 # %% ../nbs/api/11_plots.ipynb #fcf1929d
 def plot_chapters(rows:list[dict],        # per-question rows (`score_rows`) of one or more methods, one chunk size

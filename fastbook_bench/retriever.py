@@ -8,6 +8,7 @@ import sys
 from typing import Iterable, Sequence
 import numpy as np
 from fastcore.basics import patch_to
+from .core import positive_int
 from .table import Table
 
 # %% auto #0
@@ -69,7 +70,7 @@ def check_search(r:Retriever,  # the retriever searched
     queries = list(queries)
     if bad := [i for i, q in enumerate(queries) if not isinstance(q, str)]:
         raise TypeError(f"query {bad[0]} is a {type(queries[bad[0]]).__name__}, not a string")
-    if not isinstance(k, (int, np.integer)) or k < 1: raise ValueError(f"k must be a positive integer, got {k!r}")
+    positive_int(k, 'k')
     subsets = [None] * len(queries) if subsets is None else list(subsets)
     if len(subsets) != len(queries): raise ValueError(f"{len(subsets)} subsets for {len(queries)} queries")
     for s in subsets:

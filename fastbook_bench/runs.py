@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from typing import Sequence
-from .core import atomic_write
+from .core import atomic_write, check_writable, positive_int
 from .chunking import Corpus
 from .data import question_id
 from .datasets import FormatError, iter_lines
@@ -15,7 +15,7 @@ from .metrics import trec_order
 from .scoring import normalize, normalize_all
 
 # %% auto #0
-__all__ = ['to_run', 'write_run', 'read_run', 'write_poleval', 'read_poleval', 'benchmark_qrels']
+__all__ = ['to_run', 'write_run', 'read_run', 'write_poleval', 'read_poleval', 'check_run_out', 'save_run', 'benchmark_qrels']
 
 # %% ../nbs/api/20_runs.ipynb #082f7604
 def to_run(query_ids:Sequence[str], # one per searched query, in order
@@ -104,6 +104,28 @@ def read_poleval(path:str|Path,            # a PolEval submission
         ids = list(dict.fromkeys(ids))
         run[q] = {d: float(len(ids) - r) for r, d in enumerate(ids)}
     return run
+
+# %% ../nbs/api/20_runs.ipynb #a8500a52
+def check_run_out(out:str|Path, # the file a run will be written to
+                  format:str,   # 'trec' or 'poleval'
+                  k:int         # results per query
+                 ):
+    "Fail early, naming the parameter, on a bad format, cutoff or output file."
+    if format not in ('trec', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from trec, poleval")
+    positive_int(k, 'k'); check_writable(out, 'out')
+
+def save_run(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
+             query_ids:Sequence[str], # the queries, in the order of the queries file
+             out:str|Path, *,
+             k:int,                   # results per query (a PolEval line holds `k` ids)
+             format:str='trec',       # 'trec' or 'poleval'
+             tag:str='fastbook_bench', # a TREC run's tag
+             fill:Sequence[str]|None=None # ids that pad a short PolEval line (None: leave it short)
+            ) -> dict[str, dict[str, float]]:
+    "Write `run` as a TREC run or a PolEval submission; returns the run as written (a submission keeps only ranks)."
+    if format == 'trec': write_run(run, out, tag=tag); return run
+    write_poleval(run, query_ids, out, k, fill=fill)
+    return read_poleval(out, query_ids)
 
 # %% ../nbs/api/20_runs.ipynb #053c343e
 def benchmark_qrels(questions:list[dict], # from `load_benchmark`

@@ -13,7 +13,7 @@ from .retriever import Retriever, search_batched
 
 # %% auto #0
 __all__ = ['normalize', 'normalize_all', 'component_ranks', 'gold_passages', 'modified_mrr', 'modified_recall', 'score_rows',
-           'summarize', 'score_run', 'question_queries', 'keyword_queries', 'score_retriever']
+           'summarize', 'score_questions', 'score_run', 'question_queries', 'keyword_queries', 'score_retriever']
 
 # %% ../nbs/api/08_scoring.ipynb #7b7602c7
 _fixed: dict[str, str] = {}  # text -> fix_text(text)
@@ -75,11 +75,8 @@ def modified_mrr(question:dict,          # a fastbook-benchmark question
     return 0.0 if not ranks or None in ranks else 1.0 / max(ranks)
 
 # %% ../nbs/api/08_scoring.ipynb #8cfe7022
-def modified_recall(question:dict,          # a fastbook-benchmark question
-                    passages:Sequence[str], # retrieved passages, best first
-                    k:int=10                # cutoff
-                   ) -> float:
-    "The fraction of answer components found in the top `k` passages."
+def modified_recall(question:dict, passages:Sequence[str], k:int=10) -> float:
+    "The fraction of answer components found in the top `k` passages (arguments as in `modified_mrr`)."
     ranks = component_ranks(question, passages, k)
     return sum(r is not None for r in ranks) / len(ranks) if ranks else 0.0
 
@@ -113,14 +110,22 @@ def summarize(rows:list[dict], # rows from `score_rows`, any number of methods
     return out
 
 # %% ../nbs/api/08_scoring.ipynb #684990f5
-def score_run(questions:list[dict],          # as returned by `load_benchmark`
-              runs:Sequence[Sequence[str]],  # retrieved passages per question, best first
-              method:str='',                 # name recorded in each row
-              k:int=10                       # cutoff
-             ):
+def score_questions(questions:list[dict],          # as returned by `load_benchmark`
+                    runs:Sequence[Sequence[str]],  # retrieved passages per question, best first
+                    method:str='',                 # name recorded in each row
+                    k:int=10                       # cutoff
+                   ):
     "`score_rows` as a pandas DataFrame."
     import pandas as pd
     return pd.DataFrame(score_rows(questions, runs, method, k))
+
+# %% ../nbs/api/08_scoring.ipynb #0e506e4d
+def score_run(*args, **kwargs):
+    "Deprecated: the old name of `score_questions` (this module's); `bench.score_run` scores with trec_eval's metrics."
+    import warnings
+    warnings.warn("fastbook_bench.scoring.score_run is renamed score_questions; the old name goes in 0.2",
+                  DeprecationWarning, stacklevel=2)
+    return score_questions(*args, **kwargs)
 
 # %% ../nbs/api/08_scoring.ipynb #af6e4eb0
 def question_queries(questions:list[dict] # as returned by `load_benchmark`

@@ -34,6 +34,11 @@ def bootstrap_ci(values:Sequence[float], # per-question scores of one method
     a = (1 - level) / 2
     return float(np.mean(values)), float(np.quantile(m, a)), float(np.quantile(m, 1 - a))
 
+# %% ../nbs/api/10_stats.ipynb #77cb727d
+def _two_sided_p(null:np.ndarray, observed:float) -> float:
+    "The share of a null distribution of |mean differences| at least |observed|, the observation counted in."
+    return float((1 + np.sum(null >= abs(observed) - 1e-12)) / (1 + len(null)))
+
 # %% ../nbs/api/10_stats.ipynb #8bfe941b
 def permutation_test(a:Sequence[float],      # per-question scores of one method
                      b:Sequence[float],      # per-question scores of another, same questions, same order
@@ -43,19 +48,13 @@ def permutation_test(a:Sequence[float],      # per-question scores of one method
     "Two-sided p-value of the paired sign-flip test of mean(a - b) = 0."
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_resamples, len(d)))
-    null = np.abs((signs * d).mean(1))
-    return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (1 + n_resamples))
+    return _two_sided_p(np.abs((signs * d).mean(1)), d.mean())
 
 # %% ../nbs/api/10_stats.ipynb #c0842b5b
-def paired_bootstrap_test(a:Sequence[float],      # per-question scores of one method
-                          b:Sequence[float],      # per-question scores of another, same questions, same order
-                          n_resamples:int=10_000, # number of resampled question sets
-                          seed:int=0              # random seed
-                         ) -> float:
-    "Two-sided p-value of the paired bootstrap test of mean(a - b) = 0 (differences centred on the null)."
-    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
-    null = np.abs(bootstrap_means(d - d.mean(), n_resamples, seed)[:, 0])
-    return float((1 + np.sum(null >= abs(d.mean()) - 1e-12)) / (1 + n_resamples))
+def paired_bootstrap_test(a:Sequence[float], b:Sequence[float], n_resamples:int=10_000, seed:int=0) -> float:
+    "Two-sided p-value of the paired bootstrap test of mean(a - b) = 0, the differences centred on the null."
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)  # arguments as in `permutation_test`
+    return _two_sided_p(np.abs(bootstrap_means(d - d.mean(), n_resamples, seed)[:, 0]), d.mean())
 
 # %% ../nbs/api/10_stats.ipynb #8ff05cde
 def _groups(rows:list[dict], by:Sequence[str]=('chunk_size',), compare:str='method') -> dict:
@@ -72,6 +71,18 @@ def _check_group(by:dict[str, list[dict]], # method -> per-question rows, one ch
     if len({len(v) for v in by.values()}) > 1: raise ValueError("methods were scored on different numbers of questions")
     if baseline is not None and baseline not in by:
         raise ValueError(f"Unknown baseline {baseline!r}; methods: {', '.join(by)}")
+
+# %% ../nbs/api/10_stats.ipynb #abcdaf25
+def _checked_groups(rows:list[dict], by:Sequence[str], compare:str, baseline:str|None=None) -> list[tuple[dict, dict]]:
+    "(the `by` columns a group has, {compared value: rows}) of each group of `_groups`, each checked."
+    out = []
+    for key, group in _groups(rows, by, compare).items():
+        _check_group(group, baseline); out.append(({c: v for c, v in zip(by, key) if v is not None}, group))
+    return out
+
+def _metrics(rows:list[dict], metrics:Sequence[str]|None) -> list[str]:
+    "The metrics asked for, or the rows' `mrr_at_*` and `recall_at_*` columns."
+    return list(metrics or ([c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []))
 
 # %% ../nbs/api/10_stats.ipynb #601e7db8
 def _metric_columns(out:list[dict],            # one summary row per method of `by`, in order; filled in place
@@ -99,11 +110,8 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
                   compare:str='method'         # the column whose values are compared within each table
                  ) -> Table:
     "Per method (and chunk size): each metric's mean and bootstrap interval, and p-values against `baseline`."
-    if not metrics: metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
-    out = []
-    for key, group_rows in _groups(rows, by, compare).items():
-        _check_group(group_rows, baseline)
-        split = {c: v for c, v in zip(by, key) if v is not None}
+    metrics, out = _metrics(rows, metrics), []
+    for split, group_rows in _checked_groups(rows, by, compare, baseline):
         group = [{compare: m, **split, 'n_questions': len(v)} for m, v in group_rows.items()]
         for metric in metrics: _metric_columns(group, group_rows, metric, baseline, level, n_resamples, seed)
         out += group
@@ -138,11 +146,8 @@ def pairwise_tests(rows:list[dict],              # per-question rows of several 
                    seed:int=0                    # random seed
                   ) -> Table:
     "Every pair in each group: mean difference, sign-flip p-value and Holm-adjusted p-value (family: the table)."
-    if not metrics: metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
-    out = []
-    for key, group in _groups(rows, by, compare).items():
-        _check_group(group, None)
-        split = {c: v for c, v in zip(by, key) if v is not None}
+    metrics, out = _metrics(rows, metrics), []
+    for split, group in _checked_groups(rows, by, compare):
         tests = {m: _pairs(group, m, n_resamples, seed) for m in metrics}
         for i, (a, b, *_) in enumerate(tests[metrics[0]] if metrics else []):
             row = {**split, 'a': a, 'b': b, 'n_questions': len(group[a])}

@@ -8,7 +8,7 @@ import json, os, re
 from itertools import chain, islice
 from pathlib import Path
 from typing import Iterable
-from .core import fingerprint
+from .core import fingerprint, positive_int
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
 from .models import offline, require_neural
@@ -84,10 +84,9 @@ class VectorSearcher:
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions, engine=None, *, nprobe:int|None=None,
                  exact:bool=False):
         built, self.engine = manifest['settings'], engine or LocalEngine()
-        if nprobe is not None and (not isinstance(nprobe, int) or nprobe < 1):
-            raise ValueError(f"nprobe (--nprobe) must be a positive integer, got {nprobe!r}")
+        if nprobe is not None: positive_int(nprobe, 'nprobe')
         if nprobe is not None and 'faiss' not in built:
-            raise ValueError(f"{folder} has no faiss index, so nprobe means nothing; build it with faiss (--faiss)")
+            raise ValueError(f"{folder} has no faiss index, so `nprobe` means nothing; build it with `faiss`")
         self.faiss = 'faiss' in built and not exact
         self.nprobe = built.get('faiss', {}).get('nprobe', 16) if nprobe is None else nprobe
         with offline(options.offline):

@@ -8,7 +8,8 @@ Cells run as `nbdev_test` runs them: cells flagged with a `tst_flags` flag (sett
 `--flags`, and so are `#| eval: false` cells; a skipped cell keeps whatever output it had. A kept output is stale when a
 fresh execution prints something else. Cells marked `#| volatile` (timings, progress) are saved but never compared.
 `--check` also checks the numbers quoted in markdown: each decimal number, and each integer of three digits or more,
-must appear in a code cell or a kept output of the same notebook (for `index.ipynb`, of any notebook); numbers inside
+must appear in a code cell or a kept output of the same notebook (for `index.ipynb`, of any notebook checked), counting only
+cells that run under `--flags` (a number backed by a skipped cell is backed by nothing that ran); numbers inside
 backticks, `$...$` or link targets are code or notation and are not checked.
 """
 import argparse, base64, json, os, re, sys, time
@@ -65,7 +66,6 @@ def execute(fn, flags):
     "Execute notebook `fn` as nbdev_test does; returns ({cell id: outputs} of executed cells, volatile ids, error or None)."
     from execnb.shell import CaptureShell
     from execnb.nbio import read_nb
-    skip = set(_config().get('tst_flags', '').split()) - set(flags)
     os.environ['IN_TEST'] = '1'
     if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
     nb = read_nb(fn)
@@ -75,7 +75,7 @@ def execute(fn, flags):
         for cell in nb.cells:
             if cell.cell_type != 'code': continue
             d = _directives(cell.source)
-            if 'nbdev_export(' in cell.source or (d.get('eval') or [''])[0].lower() == 'false' or skip & d.keys(): continue
+            if 'nbdev_export(' in cell.source or not _runs(cell.source, flags): continue
             cell.outputs = []
             k.cell(cell)
             ran[cell.id] = [dict(o) for o in cell.get('outputs', [])]
@@ -135,11 +135,18 @@ def prose_numbers(fn, corpus):
                 missing.append(f"{fn.relative_to(ROOT)}, cell {i}: the number {n} is quoted in prose but no cell computes or asserts it")
     return missing
 
-def _corpus(fns):
+def _runs(src, flags):
+    "Whether a cell with source `src` runs under `flags`, as `execute` decides."
+    d = _directives(src)
+    skip = set(_config().get('tst_flags', '').split()) - set(flags)
+    return not ((d.get('eval') or [''])[0].lower() == 'false' or skip & d.keys())
+
+def _corpus(fns, flags=()):
+    "The code and kept outputs of the cells of `fns` that run under `flags`: what backs a number in prose."
     parts = []
     for fn in fns:
         for c in json.loads(fn.read_text())['cells']:
-            if c['cell_type'] != 'code': continue
+            if c['cell_type'] != 'code' or not _runs(_text(c['source']), flags): continue
             parts.append(_text(c['source']))
             for o in normalise(c.get('outputs')):
                 if o[0] == 'stream': parts.append(o[2])
@@ -165,7 +172,9 @@ def main():
     a = p.parse_args()
     fns = notebooks([ROOT/x if not Path(x).is_absolute() else x for x in a.paths])
     flags, problems = a.flags.split(), []
-    jobs = [(fn, flags) for fn in fns]
+    # the notebooks with flagged cells to run (the slow ones) start first, so that two workers finish together
+    flagged = lambda fn: any(set(flags) & _directives(_text(c['source'])).keys() for c in json.loads(fn.read_text())['cells'])
+    jobs = sorted(((fn, flags) for fn in fns), key=lambda j: not flagged(j[0]))
     # one fresh process per notebook: IPython's shell replaces a worker's __main__, and a notebook's state stays its own
     with ProcessPoolExecutor(a.workers, max_tasks_per_child=1) as pool:
         for fn, ran, volatile, err, secs in pool.map(_job, jobs):
@@ -174,8 +183,8 @@ def main():
             if a.save: save(fn, ran)
             else: problems += stale(fn, ran, volatile)
     if a.check and not a.no_prose:
-        everything = _corpus(notebooks([ROOT/'nbs', ROOT/'experiments']))
-        for fn in fns: problems += prose_numbers(fn, everything if fn.name == 'index.ipynb' else _corpus([fn]))
+        everything = _corpus(fns, flags)  # what this run executes
+        for fn in fns: problems += prose_numbers(fn, everything if fn.name == 'index.ipynb' else _corpus([fn], flags))
     if problems:
         print('\n'.join(problems), file=sys.stderr)
         sys.exit(1)
