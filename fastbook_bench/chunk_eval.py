@@ -148,7 +148,8 @@ def plot_budget(summary:list[dict],  # `matrix_tables`' summary
                 method:str='bm25'    # the method whose rows are plotted
                ):
     "`metric` against the token budget, one line per chunker, with 95 % interval bars (`plot_lines`)."
-    return plot_lines([r for r in summary if r['method'] == method], metric, 'budget', 'chunker', 'token budget', method)
+    rows = [r for r in summary if r['method'] == method]
+    return plot_lines(rows, metric, 'budget', 'chunker', 'token budget', method)
 
 # %% ../nbs/api/29_chunk_eval.ipynb #5165c7b0
 def _write(out, tables:dict[str, list[dict]], plots:bool) -> list[Path]:

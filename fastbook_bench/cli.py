@@ -234,13 +234,16 @@ COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 
 
 # %% ../nbs/api/35_cli.ipynb #6d1e937e
 def _parser(cmd:str) -> argparse.ArgumentParser:
-    "The parser of `cmd` from its documented parameters: `--chunk-size` (or `--chunk_size`), `--no-cache` for a True flag."
+    "The parser of `cmd` from its documented parameters: `--chunk-size` (or `--chunk_size`); `--no-cache` for True."
     p = argparse.ArgumentParser(prog=f'fastbook-bench {cmd}', description=COMMANDS[cmd].__doc__)
     for name, d in docments(COMMANDS[cmd], full=True, returns=False, eval_str=True).items():
         flag, kw = name.replace('_', '-'), dict(dest=name, help=d.docment or '')
-        if d.anno is bool and d.default: flag, kw = f'no-{flag}', dict(kw, action='store_false', help="don't " + kw['help'])
+        if d.anno is bool and d.default:
+            flag, kw = f'no-{flag}', dict(kw, action='store_false', help="don't " + kw['help'])
         elif d.anno is bool: kw['action'] = 'store_true'
-        else: kw.update(type=d.anno, default=d.default, help=kw['help'] + f' (default: {d.default})' * (d.default is not None))
+        else:
+            kw.update(type=d.anno, default=d.default)
+            if d.default is not None: kw['help'] += f' (default: {d.default})'
         if name == 'faiss': kw.update(nargs='?', const='default')  # a bare --faiss: default_factory's
         p.add_argument(f'--{flag}', *[f'--{flag.replace("-", "_")}'] * ('-' in flag), **kw)
     return p
@@ -253,8 +256,10 @@ def _usage() -> str:
                       'commands:', *(f"  {c.ljust(w)}  {f.__doc__.splitlines()[0]}" for c, f in COMMANDS.items())])
 
 # %% ../nbs/api/35_cli.ipynb #68605da1
-_FLAG_NAMES = {'build-eval-set': dict(k='topk', base_url='llm_base_url', model='llm_model', kind='judge', prompt_file='prompt'),
-               'chunking': dict(budgets='budget'), 'index': dict(address='ray_address'), 'search': dict(address='ray_address')}
+_FLAG_NAMES = {'build-eval-set': dict(k='topk', base_url='llm_base_url', model='llm_model', kind='judge',
+                                      prompt_file='prompt'),
+               'chunking': dict(budgets='budget'), 'index': dict(address='ray_address'),
+               'search': dict(address='ray_address')}
 
 def _spell(message:str, cmd:str) -> str:
     "`message` with each `parameter` of `cmd` that it names written as its flag: `k` -> --k."

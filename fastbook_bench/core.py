@@ -138,7 +138,8 @@ def split_list(value, # 'a,b', ['a', 'b'], or one value
               ) -> list:
     "The items of a comma-separated string or a sequence, strings stripped and blanks dropped; at least one."
     items = value.split(',') if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else [value]
-    if not (out := [v.strip() if isinstance(v, str) else v for v in items if not (isinstance(v, str) and not v.strip())]):
+    out = [v.strip() if isinstance(v, str) else v for v in items]
+    if not (out := [v for v in out if not (isinstance(v, str) and not v)]):
         raise ValueError(f"`{name}` names nothing (got {value!r})" + (f"; e.g. {example}" if example else ''))
     return out
 
@@ -146,7 +147,8 @@ def positive_ints(value, name:str) -> list[int]:
     "The positive integers of `split_list(value)`: '256,500', [256, 500] or 500."
     vals = split_list(value, name)
     try: return [positive_int(int(v) if isinstance(v, str) else v, name) for v in vals]
-    except ValueError: raise ValueError(f"`{name}` must be positive integers separated by commas, got {value!r}") from None
+    except ValueError:
+        raise ValueError(f"`{name}` must be positive integers separated by commas, got {value!r}") from None
 
 # %% ../nbs/api/00_core.ipynb #855ea931
 def check_writable(path:str|Path, # where a file (or, with `folder`, a folder) will be written
