@@ -197,4 +197,6 @@ def published_sums(model:str,                    # the model's name as the READM
     if not fn.is_file(): return None
     row = next((l for l in fn.read_text(encoding='utf-8').splitlines() if l.startswith('|') and model in l), None)
     if row is None: raise ValueError(f"{fn} publishes no figures for {model!r}")
-    return tuple(float(c.split('/')[0]) for c in row.split('|')[2:4])
+    try: return tuple(float(c.split('/')[0]) for c in row.split('|')[2:4])
+    except ValueError:
+        raise ValueError(f"{fn}: the row of {model!r} holds no MRR@10 and Recall@10 sums: {row}") from None
