@@ -18,11 +18,11 @@ from .retriever import search_batched
 from .runs import check_run_out, read_poleval, read_run, save_run, to_run, write_poleval, write_run
 from .scoring import keyword_queries, normalize_all, question_queries, score_retriever
 from .stats import summary_table
-from .table import Table, text_table
+from .table import Table, Tables
 
 # %% auto #0
-__all__ = ['run_benchmark', 'csv_text', 'write_results', 'format_table', 'score_run', 'metrics_report', 'missing_note',
-           'evaluate_files', 'search_dataset']
+__all__ = ['run_benchmark', 'csv_text', 'write_results', 'format_table', 'score_run', 'metrics_tables', 'metrics_report',
+           'missing_note', 'evaluate_files', 'search_dataset']
 
 # %% ../nbs/api/26_bench.ipynb #7d5b210c
 def _alt_queries(methods:list[Method], questions:list[dict], data) -> dict:
@@ -95,11 +95,10 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
 
 # %% ../nbs/api/26_bench.ipynb #e65ee668
 def csv_text(rows:list[dict]) -> str:
-    "`rows` as CSV text."
-    f = io.StringIO()
-    w = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else [], lineterminator='\n')
-    w.writeheader(); w.writerows(rows)
-    return f.getvalue()
+    "Deprecated: `Table(rows).to_csv()`; the old name goes in 0.2."
+    warnings.warn("fastbook_bench.bench.csv_text: use Table(rows).to_csv(); it goes in 0.2",
+                  DeprecationWarning, stacklevel=2)
+    return Table(rows).to_csv()
 
 # %% ../nbs/api/26_bench.ipynb #cd11de50
 def write_results(out:str|Path,           # folder to write into (created if needed)
@@ -108,16 +107,16 @@ def write_results(out:str|Path,           # folder to write into (created if nee
                  ) -> Path:
     "Write `summary.csv` and `per_question.csv` into `out`."
     out = Path(out)
-    atomic_write(out/'summary.csv', csv_text(summary))
-    atomic_write(out/'per_question.csv', csv_text(per_question))
+    Table(summary).to_csv(out/'summary.csv')
+    Table(per_question).to_csv(out/'per_question.csv')
     return out
 
 # %% ../nbs/api/26_bench.ipynb #39e0d3f9
 def format_table(rows:list[dict]) -> str:
-    "`rows` as an aligned text table, floats to 4 decimals."
-    if not rows: return ''
-    cells = [[f'{v:.4f}' if isinstance(v, float) else str(v) for v in r.values()] for r in rows]
-    return text_table(list(rows[0]), cells)
+    "Deprecated: `str(Table(rows))`, the one way tables print; the old name goes in 0.2."
+    warnings.warn("fastbook_bench.bench.format_table: print a Table instead (str(Table(rows))); it goes in 0.2",
+                  DeprecationWarning, stacklevel=2)
+    return str(Table(rows)) if rows else ''
 
 # %% ../nbs/api/26_bench.ipynb #4a658c0b
 def _metric_names(metrics:str|Sequence[str]) -> list[str]:
@@ -142,12 +141,19 @@ def score_run(qrels:dict,               # {query id: {doc id: grade}}
             'judged': len(judged), 'missing': [q for q in judged if q not in run], 'complete': complete}
 
 # %% ../nbs/api/26_bench.ipynb #80463b96
-def metrics_report(scored:dict,         # as returned by `score_run`
-                   per_query:bool=False # also the table of each query's values
-                  ) -> str:
-    "The tables of `score_run`'s result: per query (if asked) and the means."
-    t = format_table([{'n_queries': len(scored['per_query']), **scored['means']}])
-    return (format_table([{'query': q, **v} for q, v in scored['per_query'].items()]) + '\n\n' + t) if per_query else t
+def metrics_tables(scored:dict,         # as returned by `score_run`
+                   per_query:bool=False # also show the table of each query's values
+                  ) -> Tables:
+    "`score_run`'s result as `Tables`: `per_query` (shown only if asked) and `means`."
+    return Tables({'per_query': [{'query': q, **v} for q, v in scored['per_query'].items()],
+                   'means': [{'n_queries': len(scored['per_query']), **scored['means']}]},
+                  hidden=() if per_query else ('per_query',))
+
+def metrics_report(scored:dict, per_query:bool=False) -> str:
+    "Deprecated: `str(metrics_tables(scored, per_query))`; the old name goes in 0.2."
+    warnings.warn("fastbook_bench.bench.metrics_report is now metrics_tables, which returns Tables; it goes in 0.2",
+                  DeprecationWarning, stacklevel=2)
+    return str(metrics_tables(scored, per_query))
 
 # %% ../nbs/api/26_bench.ipynb #edd5e4a5
 def missing_note(scored:dict # as returned by `score_run`

@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/29_chunk_eval.ipynb #33ce43c9
 from __future__ import annotations
-import io
+import io, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -13,7 +13,6 @@ from .core import atomic_write, check_writable, positive_int, positive_ints, spl
 from .chunking import Corpus
 from .chunkers import (chunk_documents, chunk_tokens, chunking_table, get_chunker, index_texts,
                                      match_chunk_size, mean_tokens)
-from .bench import csv_text, format_table
 from .methods import BuildOptions, parse_methods
 from .spans import (Collection, fastbook_collection, gold_spans, perfect_scores, question_rows,
                                   rank_chunks, read_collection, scoring_question)
@@ -154,7 +153,8 @@ def plot_budget(summary:list[dict],  # `matrix_tables`' summary
 # %% ../nbs/api/29_chunk_eval.ipynb #5165c7b0
 def _write(out, tables:dict[str, list[dict]], plots:bool) -> list[Path]:
     "Write each table as `out/<name>.csv`, and the budget plots if asked."
-    files = [atomic_write(Path(out)/f'{n}.csv', csv_text(t)) for n, t in tables.items()]
+    files = [Path(out)/f'{n}.csv' for n in tables]
+    for f, t in zip(files, tables.values()): Table(t).to_csv(f)
     if not plots: return files
     for m in dict.fromkeys(r['method'] for r in tables['summary']):
         for metric in MATRIX_METRICS:
@@ -201,17 +201,9 @@ def evaluate_chunkers(
     if out is not None: _write(out, tables, plots)
     return tables
 
-# %% ../nbs/api/29_chunk_eval.ipynb #2d51f543
-def _cells(r:dict, metrics:Sequence[str]) -> dict:
-    "A summary row with each metric as 'mean [lo, hi]'."
-    return {**{c: r[c] for c in ('method', 'budget', 'chunker')},
-            **{m: f"{r[m]:.4f} [{r[m + '_lo']:.4f}, {r[m + '_hi']:.4f}]" for m in metrics}}
-
 # %% ../nbs/api/29_chunk_eval.ipynb #7fcc7a7b
-def chunking_report(tables:dict, # as returned by `evaluate_chunkers`
-                    metrics:Sequence[str]=MATRIX_METRICS # the metrics shown
-                   ) -> str:
-    "The chunkings, the summary with 95 % intervals, and the pairwise tests, as aligned text tables."
-    pairs = [{c: v for c, v in r.items() if not c.endswith('_p')} for r in tables['pairs']]
-    summary = [_cells(r, metrics) for r in tables['summary']]
-    return '\n\n'.join(format_table(t) for t in (tables['chunkings'], summary, pairs))
+def chunking_report(tables:Tables, metrics=None) -> str:
+    "Deprecated: `str(tables)` prints `evaluate_chunkers`'s tables; the old name goes in 0.2."
+    warnings.warn("fastbook_bench.chunk_eval.chunking_report: print the Tables instead; it goes in 0.2",
+                  DeprecationWarning, stacklevel=2)
+    return str(tables)

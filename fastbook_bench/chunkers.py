@@ -14,6 +14,7 @@ from .models import BUNDLED_MODEL, load_sentence_model
 from .sentences import punkt_spans
 from .ceiling import ceiling_rows
 from .scoring import summarize
+from .table import Table
 
 # %% auto #0
 __all__ = ['CHUNKERS', 'MATCHED', 'PUBLISHED_PIECES', 'get_chunker', 'chunk_documents', 'chunk_spans', 'index_texts', 'headings',
@@ -226,11 +227,11 @@ def chunking_table(corpora:dict[str, Corpus], # name -> chunks
                    questions:list[dict],      # fastbook-benchmark questions
                    *,
                    k:int=10                   # cutoff of the ceiling
-                  ) -> list[dict]:
+                  ) -> Table:
     "Per chunking: chunks, mean and median tokens per chunk, and the ceiling's MRR@k and Recall@k."
     rows = []
     for name, c in corpora.items():
         n, s = chunk_tokens(c), summarize(ceiling_rows(questions, c, k))[0]
         rows.append(dict(chunker=name, chunks=len(c), mean_tokens=float(np.mean(n)), median_tokens=float(np.median(n)),
                          **{f'ceiling_{m}_at_{k}': s[f'{m}_at_{k}'] for m in ('mrr', 'recall')}))
-    return rows
+    return Table(rows)

@@ -10,9 +10,9 @@ from pathlib import Path
 from fastcore.meta import delegates
 from fastcore.docments import docments
 from . import __version__
-from .bench import evaluate_files, format_table, metrics_report, missing_note, run_benchmark, search_dataset
+from .bench import evaluate_files, metrics_tables, missing_note, run_benchmark, search_dataset
 from .ceiling import ceiling_summary
-from .chunk_eval import chunking_report, evaluate_chunkers
+from .chunk_eval import evaluate_chunkers
 from .eval_set import build_eval_set, eval_set_report
 from .index import build_index, search_index
 from .core import split_list
@@ -63,7 +63,7 @@ def ceiling(*,
             k:int=10,             # cutoff
             data:str=None):       # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)
     "Print the best MRR@k and Recall@k any retriever could reach on the chunks of each size."
-    print(format_table(ceiling_summary(chunk_size, k=k, data=data)))
+    print(ceiling_summary(chunk_size, k=k, data=data))
 
 # %% ../nbs/api/35_cli.ipynb #47684f98
 def _given(**options) -> dict:
@@ -86,7 +86,7 @@ def _report_search(r:dict, method:str|None, out:str, secs:float):
     method = r.get('method', method or 'bm25')
     print(f"Searched {r['n_queries']} queries over {r['n_documents']} documents with {method} "
           f"in {secs:.2f} s; wrote {out}")
-    if r['scored'] is not None: print(metrics_report(r['scored']))
+    if r['scored'] is not None: print(metrics_tables(r['scored']))
 
 # %% ../nbs/api/35_cli.ipynb #fa64547a
 @delegates(_options)
@@ -157,7 +157,7 @@ def eval_cmd(*,
     s = evaluate_files(qrels, run, metrics=metrics, queries=queries, complete=complete,
                        ignore_identical_ids=ignore_identical_ids, duplicates=duplicates)
     if note := missing_note(s): warnings.warn(note)
-    print(metrics_report(s, per_query))
+    print(metrics_tables(s, per_query))
 
 # %% ../nbs/api/35_cli.ipynb #751b86ef
 def _judge(judge:str='llm',       # llm, or overlap (word overlap, no LLM) to try the pipeline out
@@ -225,7 +225,7 @@ def chunking(*,
     t0, o = time.perf_counter(), _options(**kwargs)
     res = evaluate_chunkers(collection, chunkers=chunkers, chunk_size=chunk_size, methods=methods, budgets=budget,
                             data=data, out=out, plots=plots, options=o)
-    print(chunking_report(res))
+    print(res)
     print(f"\nWrote the tables to {out} in {time.perf_counter() - t0:.2f} s")
 
 # %% ../nbs/api/35_cli.ipynb #b2de5b8e

@@ -10,6 +10,7 @@ from ftfy import fix_text
 from .core import atomic_write, cache_dir, fingerprint
 from .chunking import Corpus
 from .retriever import Retriever, search_batched
+from .table import Table
 
 # %% auto #0
 __all__ = ['normalize', 'normalize_all', 'component_ranks', 'gold_passages', 'modified_mrr', 'modified_recall', 'score_rows',
@@ -93,12 +94,15 @@ def score_rows(questions:list[dict],         # as returned by `load_benchmark`
             for q, r in zip(questions, runs)]
 
 # %% ../nbs/api/08_scoring.ipynb #30b01e20
+def _metrics(rows:list[dict], metrics:Sequence[str]|None=None) -> list[str]:
+    "The metrics asked for, or the rows' `mrr_at_*` and `recall_at_*` columns."
+    return list(metrics or ([c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []))
+
 def summarize(rows:list[dict], # rows from `score_rows`, any number of methods
               by:str='method'  # 'method', or 'chapter' for a per-chapter breakdown of each method
-             ) -> list[dict]:
+             ) -> Table:
     "Mean (and sum) of each metric per method, or per method and chapter."
-    keys = ('method',) if by == 'method' else ('method', by)
-    metrics = [c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []
+    keys, metrics = ('method',) if by == 'method' else ('method', by), _metrics(rows)
     groups = {}
     for r in rows: groups.setdefault(tuple(r[c] for c in keys), []).append(r)
     out = []
@@ -107,7 +111,7 @@ def summarize(rows:list[dict], # rows from `score_rows`, any number of methods
         for m in metrics: d[m] = sum(r[m] for r in rs) / len(rs)
         for m in metrics: d[m + '_sum'] = sum(r[m] for r in rs)
         out.append(d)
-    return out
+    return Table(out)
 
 # %% ../nbs/api/08_scoring.ipynb #684990f5
 def score_questions(questions:list[dict],          # as returned by `load_benchmark`

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Sequence
 import numpy as np
 from .metrics import DEFAULT_METRICS, evaluate, parse_metric
+from .scoring import _metrics
 from .table import Table
 
 # %% auto #0
@@ -79,10 +80,6 @@ def _checked_groups(rows:list[dict], by:Sequence[str], compare:str, baseline:str
     for key, group in _groups(rows, by, compare).items():
         _check_group(group, baseline); out.append(({c: v for c, v in zip(by, key) if v is not None}, group))
     return out
-
-def _metrics(rows:list[dict], metrics:Sequence[str]|None) -> list[str]:
-    "The metrics asked for, or the rows' `mrr_at_*` and `recall_at_*` columns."
-    return list(metrics or ([c for c in rows[0] if c.startswith(('mrr_at_', 'recall_at_'))] if rows else []))
 
 # %% ../nbs/api/10_stats.ipynb #601e7db8
 def _metric_columns(out:list[dict],            # one summary row per method of `by`, in order; filled in place
