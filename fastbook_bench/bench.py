@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv, io, json, tempfile, warnings
 from pathlib import Path
 from typing import Sequence
-from .core import atomic_write, check_writable, positive_int, split_list
+from .core import atomic_write, check_writable, positive_int, split_list, renamed
 from .chunking import build_corpus, chunk_overlap, chunk_sizes
 from .data import data_dir, load_benchmark, load_keywords
 from .datasets import FormatError, dataset_files, iter_lines, read_corpus, read_qrels, read_queries
@@ -19,10 +19,11 @@ from .runs import check_run_out, read_poleval, read_run, save_run, to_run, write
 from .scoring import keyword_queries, normalize_all, question_queries, score_retriever
 from .stats import summary_table
 from .table import Table, Tables
+__getattr__ = renamed(__name__, ['write_results'])
 
 # %% auto #0
-__all__ = ['run_benchmark', 'csv_text', 'write_results', 'format_table', 'score_run', 'metrics_tables', 'metrics_report',
-           'missing_note', 'evaluate_files', 'search_dataset']
+__all__ = ['run_benchmark', 'csv_text', 'format_table', 'score_run', 'metrics_tables', 'metrics_report', 'missing_note',
+           'evaluate_files', 'search_dataset']
 
 # %% ../nbs/api/26_bench.ipynb #7d5b210c
 def _alt_queries(methods:list[Method], questions:list[dict], data) -> dict:
@@ -89,7 +90,7 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
         s, p = _run_chunk_size(ms, cs, questions, alt, k, data, o)
         summary, per_q = summary + s, per_q + p
     if out is not None and summary:
-        write_results(out, summary, per_q)
+        _write_results(out, summary, per_q)
         if plots: save_plots(out, summary, per_q, k)
     return Table(summary), per_q
 
@@ -101,7 +102,7 @@ def csv_text(rows:list[dict]) -> str:
     return Table(rows).to_csv()
 
 # %% ../nbs/api/26_bench.ipynb #cd11de50
-def write_results(out:str|Path,           # folder to write into (created if needed)
+def _write_results(out:str|Path,           # folder to write into (created if needed)
                   summary:list[dict],     # rows for summary.csv
                   per_question:list[dict] # rows for per_question.csv
                  ) -> Path:

@@ -15,9 +15,11 @@ from .fts import okapi_idf_df, okapi_scale, tokenize
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
 from .retriever import top_k
+from .core import renamed
+__getattr__ = renamed(__name__, ['long_column'])
 
 # %% auto #0
-__all__ = ['BM25_PARAMS', 'long_column', 'BM25Searcher']
+__all__ = ['BM25_PARAMS', 'BM25Searcher']
 
 # %% ../nbs/api/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
@@ -126,7 +128,7 @@ def _block(folder:Path, t0:int, t1:int, indptr:np.ndarray, runs:list, uniq:np.nd
     return data, ind
 
 # %% ../nbs/api/32_bm25_index.ipynb #b19ffb15
-def long_column(n:int) -> int:
+def _long_column(n:int) -> int:
     "Columns longer than this, in a matrix of `n` passages, get an impact-ordered copy; a search scans shorter ones."
     return max(n // 32, 4096)
 
@@ -170,7 +172,7 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
         data, ind = _block(folder, t0, t1, indptr, runs, uniq, score)
         for nm, v in (('data', data), ('indices', ind)): _write_at(folder/f'{nm}.csc.index.npy', int(indptr[t0]), v)
         top[t0:t1] = np.maximum.reduceat(data, indptr[t0:t1] - indptr[t0])
-    np.save(folder/'term_max.npy', top); _impacts(folder, indptr, long_column(n) if long is None else long)
+    np.save(folder/'term_max.npy', top); _impacts(folder, indptr, _long_column(n) if long is None else long)
     for nm in _Postings.names: (folder/f'{nm}.tmp').unlink()
     return dict(BM25_PARAMS, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi', engine='bm25s')
 
@@ -242,7 +244,7 @@ def partial(self, short:list, long:list) -> tuple[np.ndarray, np.ndarray]|None:
     cat = lambda xs, dt: np.concatenate(xs or [np.zeros(0, dt)])
     sc = [(self.ind[self.ptr[t]:self.ptr[t + 1]], self.data[self.ptr[t]:self.ptr[t + 1]] * m) for t, m in short]
     lc = [(r, d * m) for t, m, above in long for r, d in [self.entries(t, above / m)]]
-    if sum(len(r) for r, _ in sc + lc) > long_column(self.n): return None  # too many: scoring all costs less
+    if sum(len(r) for r, _ in sc + lc) > _long_column(self.n): return None  # too many: scoring all costs less
     (s, ps), (l, pl) = [(rows, np.bincount(inv, cat([d for _, d in c], float), len(rows)).astype(float))
                         for c in (sc, lc) for rows, inv in [np.unique(cat([r for r, _ in c], self.ind.dtype),
                                                                       return_inverse=True)]]
@@ -267,7 +269,7 @@ def candidates(self, ids:list[int], k:int) -> np.ndarray|None:
     if len(rows) > k:  # the exact scores of the best partial scores may raise theta
         theta = max(theta, self.row_scores(ids, np.sort(rows[np.argpartition(part, -k)[-k:]])).min())
     rows = np.sort(rows[(part + rest) * (1 + 1e-9) >= theta])
-    return rows if len(rows) <= long_column(self.n) else None
+    return rows if len(rows) <= _long_column(self.n) else None
 
 # %% ../nbs/api/32_bm25_index.ipynb #84614976
 @patch_to(BM25Searcher)

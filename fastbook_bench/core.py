@@ -4,14 +4,14 @@
 
 # %% ../nbs/api/00_core.ipynb #ca1dc791
 from __future__ import annotations
-import hashlib, io, os, shutil, sys, tempfile
+import hashlib, io, os, shutil, sys, tempfile, warnings
 from pathlib import Path
 from typing import Callable
 import numpy as np
 
 # %% auto #0
 __all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'fingerprint', 'cached_arrays', 'say_once', 'positive_int',
-           'split_list', 'positive_ints', 'check_writable', 'file_sha256']
+           'split_list', 'positive_ints', 'check_writable', 'file_sha256', 'renamed']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -171,3 +171,17 @@ def file_sha256(path:str|Path # any file
     with open(path, 'rb') as f:
         for b in iter(lambda: f.read(1 << 20), b''): h.update(b)
     return h.hexdigest()
+
+# %% ../nbs/api/00_core.ipynb #de43f156
+def renamed(module:str,          # the module's `__name__`
+            names:list[str]|dict[str, str], # old public names now '_' + name, or old -> new
+            version:str='0.2'     # the release in which the old names go
+           ) -> Callable:
+    "A module `__getattr__` serving each old name of `names` as its new one, with a `DeprecationWarning`."
+    names = names if isinstance(names, dict) else {n: '_' + n for n in names}
+    def __getattr__(name:str):
+        if name not in names: raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(f"{module}.{name} is now {names[name]}, a private helper; the old name goes in {version}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(sys.modules[module], names[name])
+    return __getattr__

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
-from .core import atomic_dir, atomic_write, file_sha256
+from .core import atomic_dir, atomic_write, file_sha256, renamed
 from .bench import score_run
 from .datasets import dataset_files, iter_corpus, read_qrels, read_queries
 from .metrics import STANDARD_METRICS
@@ -20,10 +20,11 @@ from .methods import BuildOptions
 from .retriever import check_search
 from .runs import check_run_out, save_run, to_run
 from .engines import ENGINES, get_engine
+__getattr__ = renamed(__name__, ['check_options', 'corpus_file', 'count_lines', 'kind_engine'])
 
 # %% auto #0
-__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'check_options', 'corpus_file', 'DocIds', 'read_manifest',
-           'count_lines', 'kind_engine', 'build_index', 'Index', 'open_index', 'search_index', 'FTS5Searcher']
+__all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'DocIds', 'read_manifest', 'build_index', 'Index',
+           'open_index', 'search_index', 'FTS5Searcher']
 
 # %% ../nbs/api/31_index.ipynb #38598b6f
 INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
@@ -48,7 +49,7 @@ INDEX_MODULES = {'bm25': 'fastbook_bench.bm25_index',        # the module that a
                  'maxsim': 'fastbook_bench.maxsim_index'}
 
 # %% ../nbs/api/31_index.ipynb #24506489
-def check_options(kind:IndexKind,  # the kind asked for
+def _check_options(kind:IndexKind,  # the kind asked for
                   given:dict,      # the options given, by name
                   what:str='build' # 'build' or 'search'
                  ):
@@ -59,7 +60,7 @@ def check_options(kind:IndexKind,  # the kind asked for
                          f"its {what} options: {', '.join(names) or 'none'}")
 
 # %% ../nbs/api/31_index.ipynb #870bdb5d
-def corpus_file(corpus:str|Path # a corpus file, or a BEIR or PolEval dataset folder
+def _corpus_file(corpus:str|Path # a corpus file, or a BEIR or PolEval dataset folder
                ) -> Path:
     "The corpus file `corpus` names: itself, or the corpus file of a dataset folder."
     p = Path(corpus)
@@ -125,7 +126,7 @@ def _check_out(out:Path):
         raise FileExistsError(f"{out}: a folder that is not an index; give an empty or new folder")
 
 # %% ../nbs/api/31_index.ipynb #c288a32a
-def count_lines(path:str|Path # a text file, gzipped when its name ends in .gz
+def _count_lines(path:str|Path # a text file, gzipped when its name ends in .gz
                ) -> int:
     "The number of lines of `path` (a last line without a line break counted too), from its bytes undecoded."
     p = Path(path); n, last = 0, b'\n'
@@ -139,11 +140,11 @@ def _passages(src:Path, ids:_IdWriter, progress:bool) -> Iterator[str]:
     it = iter_corpus(src)
     if progress:
         from tqdm.auto import tqdm
-        it = tqdm(it, desc='indexing', unit=' passages', total=count_lines(src), file=sys.stderr)
+        it = tqdm(it, desc='indexing', unit=' passages', total=_count_lines(src), file=sys.stderr)
     return (ids.add(i, t) for i, t in it)
 
 # %% ../nbs/api/31_index.ipynb #f66d3f0f
-def kind_engine(kind:IndexKind, # the index kind asked for
+def _kind_engine(kind:IndexKind, # the index kind asked for
                 engine:str|object='local', # an engine name of `ENGINES`, or an engine
                 address:str|None=None      # Ray: the address of a running cluster
                ) -> dict:
@@ -167,10 +168,10 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
                 **kind_options                  # options of the kind (`IndexKind.build_options`)
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
-    kind, src, out, o = _kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
-    check_options(kind, kind_options); _check_out(out)
+    kind, src, out, o = _kind(method), _corpus_file(corpus), Path(out), options or BuildOptions()
+    _check_options(kind, kind_options); _check_out(out)
     if next(iter_corpus(src), None) is None: raise ValueError(f"{src}: no documents")
-    eng = kind_engine(kind, engine, ray_address)
+    eng = _kind_engine(kind, engine, ray_address)
     def build(tmp:Path):
         ids = _IdWriter(tmp)
         settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng, **kind_options)
@@ -211,8 +212,8 @@ def open_index(path:str|Path, # an index folder
         raise ValueError(f"{path} is a {m['method']!r} index, not {method!r}")
     if model is not None and model != (built := m['settings'].get('model')):
         raise ValueError(f"{path} was built with model {built!r}, not {model!r}")
-    kind = _kind(m['method']); check_options(kind, search_options, 'search')
-    eng = kind_engine(kind, engine, ray_address)
+    kind = _kind(m['method']); _check_options(kind, search_options, 'search')
+    eng = _kind_engine(kind, engine, ray_address)
     return Index(path, m, kind.open(path, m, options or BuildOptions(), **eng, **search_options))
 
 # %% ../nbs/api/31_index.ipynb #739d37e7

@@ -8,12 +8,13 @@ import email.utils, http.client, json, os, random, re, socket, threading, time, 
 from collections import Counter
 from pathlib import Path
 from fastcore.basics import patch_to, store_attr
-from .core import fingerprint
+from .core import fingerprint, renamed
 from .fts import tokenize
+__getattr__ = renamed(__name__, ['parse_label'])
 
 # %% auto #0
-__all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'render_prompt', 'parse_label', 'Judge', 'overlap_label', 'OverlapJudge', 'LLMError',
-           'LLMJudge', 'make_judge']
+__all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'render_prompt', 'Judge', 'overlap_label', 'OverlapJudge', 'LLMError', 'LLMJudge',
+           'make_judge']
 
 # %% ../nbs/api/23_judge.ipynb #3b524525
 JUDGE_PROMPT = """You are judging whether a document answers a search query.
@@ -46,7 +47,7 @@ def render_prompt(template:str, # text with the fields {query} and {document}
     return re.sub(r'\{(query|document)\}', lambda m: query if m[1] == 'query' else document, template)
 
 # %% ../nbs/api/23_judge.ipynb #ef204c5c
-def parse_label(reply:str|None # the model's reply
+def _parse_label(reply:str|None # the model's reply
                ) -> int|None:
     "The grade in the last `\\boxed{}` of `reply` if it is 1, 2, 3 or 4, else None."
     found = re.findall(r'\\boxed\{\s*([^{}]*?)\s*\}', reply or '')
@@ -222,7 +223,7 @@ def judge(self, query:str, document:str) -> tuple[int|None, str]:
                 raise LLMError(f"{self.url}: no answer after {attempt + 1} attempts; the last: {e}") from None
             time.sleep(self.delay(attempt, e.retry_after)); continue
         self._count('answered')
-        return parse_label(reply), reply
+        return _parse_label(reply), reply
 
 # %% ../nbs/api/23_judge.ipynb #a13ab799
 def _read_prompt(prompt_file:str|Path|None # a prompt template file, or None for `JUDGE_PROMPT`

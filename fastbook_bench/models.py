@@ -6,12 +6,12 @@
 from __future__ import annotations
 import contextlib, importlib.util, os, threading, urllib.error, urllib.request
 from pathlib import Path
-from .core import fingerprint, say_once
+from .core import fingerprint, say_once, renamed
+__getattr__ = renamed(__name__, ['hub_endpoint', 'probe_hub', 'hub_unreachable'])
 
 # %% auto #0
 __all__ = ['NEURAL_MODULES', 'DEFAULT_MODEL', 'BUNDLED_MODEL', 'require_neural', 'module_fingerprint', 'bundled_model_path',
-           'offline', 'is_offline', 'hub_endpoint', 'probe_hub', 'hub_unreachable', 'resolve_model',
-           'load_sentence_model']
+           'offline', 'is_offline', 'resolve_model', 'load_sentence_model']
 
 # %% ../nbs/api/14_models.ipynb #abf86a10
 NEURAL_MODULES = ('torch', 'sentence_transformers', 'transformers', 'faiss', 'ragatouille')  # the extra's packages
@@ -60,12 +60,12 @@ def is_offline() -> bool:
     return _OFFLINE[0]
 
 # %% ../nbs/api/14_models.ipynb #9f0198e4
-def hub_endpoint() -> str:
+def _hub_endpoint() -> str:
     "The model hub's address as huggingface_hub reads it: `HF_ENDPOINT`, else https://huggingface.co."
     return os.environ.get('HF_ENDPOINT', 'https://huggingface.co').rstrip('/')
 
 # %% ../nbs/api/14_models.ipynb #5e4548ee
-def probe_hub(endpoint:str,         # the hub's address, e.g. https://huggingface.co
+def _probe_hub(endpoint:str,         # the hub's address, e.g. https://huggingface.co
               *, timeout:float=3.0  # seconds to wait for an answer
              ) -> bool:
     "Whether `endpoint` answers an HTTP `HEAD` request within `timeout` seconds (an error status is an answer)."
@@ -82,13 +82,13 @@ def probe_hub(endpoint:str,         # the hub's address, e.g. https://huggingfac
 # %% ../nbs/api/14_models.ipynb #b1c75f1b
 _HUB_ANSWERS = {}  # endpoint -> did it answer
 
-def hub_unreachable(*, timeout:float=3.0 # seconds the first question may take
+def _hub_unreachable(*, timeout:float=3.0 # seconds the first question may take
                    ) -> str|None:
     "Why models cannot come from the hub (None: they can): `HF_HUB_OFFLINE`, or no answer. Asked once per process."
     flag = os.environ.get('HF_HUB_OFFLINE') or os.environ.get('TRANSFORMERS_OFFLINE') or ''
     if flag.upper() in ('1', 'ON', 'YES', 'TRUE'): return 'HF_HUB_OFFLINE is set'
-    ep = hub_endpoint()
-    if ep not in _HUB_ANSWERS: _HUB_ANSWERS[ep] = probe_hub(ep, timeout=timeout)
+    ep = _hub_endpoint()
+    if ep not in _HUB_ANSWERS: _HUB_ANSWERS[ep] = _probe_hub(ep, timeout=timeout)
     return None if _HUB_ANSWERS[ep] else f'the model hub {ep} did not answer within {timeout:g} s'
 
 # %% ../nbs/api/14_models.ipynb #d3cadadf
@@ -96,7 +96,7 @@ def resolve_model(name:str # a hub id or a folder
                  ) -> str:
     "`name`, or its copy in the local Hugging Face cache when the hub is out of reach (else a ValueError saying why)."
     p = Path(name).expanduser()
-    if p.exists() or p.is_absolute() or name.startswith(('.', '~')) or not (why := hub_unreachable()): return name
+    if p.exists() or p.is_absolute() or name.startswith(('.', '~')) or not (why := _hub_unreachable()): return name
     from huggingface_hub import snapshot_download
     try: return snapshot_download(name, local_files_only=True)
     except Exception: raise ValueError(f"not in the local Hugging Face cache, and {why}") from None

@@ -13,14 +13,16 @@ import numpy as np
 from fastcore.basics import patch
 from .engines import EncoderSpec, require_ray
 from .shards import iter_shards, merge_top_k, search_shards
-try: import ray  # the scale extra: without it this module still imports, and `start_ray` says what to install
+try: import ray  # the scale extra: without it this module still imports, and `_start_ray` says what to install
 except ImportError: ray = None
+from .core import renamed
+__getattr__ = renamed(__name__, ['start_ray'])
 
 # %% auto #0
-__all__ = ['start_ray', 'ShardEncoder', 'RayEncoder', 'RayEngine']
+__all__ = ['ShardEncoder', 'RayEncoder', 'RayEngine']
 
 # %% ../nbs/api/37_ray.ipynb #e178275d
-def start_ray(address:str|None=None, # a running cluster ('auto', 'ray://head:10001'); None: start a local one
+def _start_ray(address:str|None=None, # a running cluster ('auto', 'ray://head:10001'); None: start a local one
               *, num_cpus:int|None=None, # CPUs of a local cluster (default: all of this machine's)
               num_gpus:int|None=None     # GPUs of a local cluster (default: those found)
              ) -> dict:
@@ -75,7 +77,7 @@ class RayEngine:
                  actors:int|None=None,        # encoder actors (default: one per CPU, or per GPU with `gpus`)
                  gpus:float=0                 # GPUs per actor (0: encode on CPUs)
                 ):
-        self.resources, self.gpus = start_ray(address, num_cpus=num_cpus), gpus
+        self.resources, self.gpus = _start_ray(address, num_cpus=num_cpus), gpus
         self.cpus = int(self.resources.get('CPU', 1))
         self.actors = actors or (int(self.resources.get('GPU', 0) // gpus) if gpus else self.cpus)
         if self.actors < 1: raise ValueError(f"no actor fits the cluster {self.resources} with gpus={gpus}")

@@ -11,21 +11,22 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
-from .core import atomic_write, fingerprint
+from .core import atomic_write, fingerprint, renamed
 from .models import load_sentence_model, module_fingerprint, require_neural
 from .retriever import top_k
+__getattr__ = renamed(__name__, ['shard_file'])
 
 # %% auto #0
-__all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'shard_file', 'read_listing', 'encoded', 'encode_shards', 'iter_shards',
-           'shard_scores', 'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory',
-           'sample_vectors', 'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
+__all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'read_listing', 'encoded', 'encode_shards', 'iter_shards', 'shard_scores',
+           'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory', 'sample_vectors',
+           'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/api/17_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
 LISTING = 'shards.json'  # the folder's list of finished shards, written after each one
 
 # %% ../nbs/api/17_shards.ipynb #e41ecb29
-def shard_file(start:int, # first row of the shard
+def _shard_file(start:int, # first row of the shard
                stop:int   # one past its last row
               ) -> str:
     "The file name of the shard holding rows `start` to `stop - 1`."
@@ -71,7 +72,7 @@ def _ragged(folder:Path, r:dict, texts:list[str], entry:dict, listing:dict) -> n
 def _write_shard(folder:Path, vectors, texts:list[str], start:int, listing:dict) -> int:
     "Write the `vectors` of `texts` (rows `start`...) as one shard file, then list it; the number of rows."
     stop = start + len(texts)
-    entry = dict(file=shard_file(start, stop), start=start, stop=stop, texts=fingerprint(texts))
+    entry = dict(file=_shard_file(start, stop), start=start, stop=stop, texts=fingerprint(texts))
     if isinstance(vectors, dict): v = _ragged(folder, vectors, texts, entry, listing)
     elif (v := np.asarray(vectors)).ndim != 2 or len(v) != len(texts):
         raise ValueError(f"encode gave shape {v.shape} for {len(texts)} texts")

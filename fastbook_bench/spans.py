@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 import numpy as np
-from .core import atomic_write
+from .core import atomic_write, renamed
 from .chunking import Corpus, token_prefix
 from .chunkers import MATCHED, PUBLISHED_PIECES
 from .data import load_benchmark, chapter_texts, question_id
@@ -17,10 +17,11 @@ from .datasets import FormatError, iter_jsonl
 from .methods import BuildOptions, get_retriever
 from .retriever import search_batched
 from .scoring import modified_mrr, modified_recall, normalize, question_queries
+__getattr__ = renamed(__name__, ['normal_offsets'])
 
 # %% auto #0
-__all__ = ['Collection', 'read_collection', 'write_collection', 'fastbook_collection', 'scoring_question', 'normal_offsets',
-           'gold_spans', 'span_scores', 'perfect_scores', 'fill_budget', 'question_rows', 'rank_chunks']
+__all__ = ['Collection', 'read_collection', 'write_collection', 'fastbook_collection', 'scoring_question', 'gold_spans',
+           'span_scores', 'perfect_scores', 'fill_budget', 'question_rows', 'rank_chunks']
 
 # %% ../nbs/api/28_spans.ipynb #11dc92c6
 @dataclass
@@ -112,7 +113,7 @@ def scoring_question(q:dict # a question of a `Collection`
     return dict(chapter=q['document'], question_number=q['id'], answer_context=[dict(context=e) for e in q['evidence']])
 
 # %% ../nbs/api/28_spans.ipynb #0c759632
-def normal_offsets(text:str # a raw document text
+def _normal_offsets(text:str # a raw document text
                   ) -> tuple[str, np.ndarray]:
     "`normalize(text)`, and the raw offset of each of its offsets (one more for its end)."
     n = normalize(text)
@@ -134,7 +135,7 @@ def _occurrences(quote:str, text:str) -> list[int]:
 def gold_spans(c:Collection # the collection
               ) -> dict[str, dict]:
     "Per question id: the raw `(start, end)` spans of its quotes in its document, and the quotes found nowhere."
-    norm, out = {d: normal_offsets(t) for d, t in c.documents.items()}, {}
+    norm, out = {d: _normal_offsets(t) for d, t in c.documents.items()}, {}
     for q in c.questions:
         n, m = norm[q['document']]
         spans, missing = set(), []

@@ -5,10 +5,11 @@
 # %% ../nbs/api/01_table.ipynb #8ae5cd9b
 from __future__ import annotations
 from pathlib import Path
+from fastcore.basics import patch
 from .core import atomic_write
 
 # %% auto #0
-__all__ = ['text_table', 'Table', 'to_markdown', 'to_df', 'to_csv', 'select', 'Tables']
+__all__ = ['text_table', 'Table', 'Tables']
 
 # %% ../nbs/api/01_table.ipynb #499ad258
 def _cell(v) -> str:
@@ -63,21 +64,23 @@ Table.__repr__ = Table.__str__ = _text
 # %% ../nbs/api/01_table.ipynb #1f195125
 def _md(s:str) -> str: return s.replace('|', '\\|').replace('\n', ' ')
 
+@patch
 def to_markdown(self:Table) -> str:
     "The displayed table as Markdown (intervals folded)."
     header, rows = _shown(self)
     align = ['---:' if _numeric(self, c) and i else ':---' for i, c in enumerate(header)]
     lines = ['| ' + ' | '.join(map(_md, r)) + ' |' for r in [header, align, *rows]]
     return (f'**{self.title}**\n\n' if self.title else '') + '\n'.join(lines)
-Table.to_markdown = to_markdown
-Table._repr_markdown_ = to_markdown
+Table._repr_markdown_ = Table.to_markdown
 
 # %% ../nbs/api/01_table.ipynb #471f7f30
+@patch
 def to_df(self:Table):
     "Every column, intervals included, as a pandas DataFrame."
     import pandas as pd
     return pd.DataFrame(list(self), columns=self.columns)
 
+@patch
 def to_csv(self:Table, path:str|Path|None=None) -> str:
     "Every column as CSV text; with `path`, also written there (atomically)."
     import csv, io
@@ -86,16 +89,15 @@ def to_csv(self:Table, path:str|Path|None=None) -> str:
     w.writeheader(); w.writerows(self)
     if path is not None: atomic_write(path, f.getvalue())
     return f.getvalue()
-Table.to_df, Table.to_csv = to_df, to_csv
 
 # %% ../nbs/api/01_table.ipynb #3d308a7d
+@patch
 def select(self:Table, *cols:str) -> Table:
     "The rows with only `cols` (and their `_lo`/`_hi` intervals), in that order."
     if bad := [c for c in cols if c not in self.columns]:
         raise KeyError(f"no column {bad[0]!r}; columns: {', '.join(self.columns)}")
     keep = [x for c in cols for x in (c, c + '_lo', c + '_hi') if x in self.columns]
     return Table(({c: r[c] for c in keep if c in r} for r in self), title=self.title)
-Table.select = select
 
 # %% ../nbs/api/01_table.ipynb #90f9ccb0
 class Tables(dict):

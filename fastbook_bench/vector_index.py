@@ -8,16 +8,17 @@ import json, os, re
 from itertools import chain, islice
 from pathlib import Path
 from typing import Iterable
-from .core import fingerprint, positive_int
+from .core import fingerprint, positive_int, renamed
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
 from .models import offline, require_neural
 from .engines import EncoderSpec, LocalEngine
 from .shards import (default_factory, encode_shards, faiss_index, faiss_recall, faiss_search, read_listing,
                                    sample_vectors, sentence_encoder)
+__getattr__ = renamed(__name__, ['faiss_report'])
 
 # %% auto #0
-__all__ = ['SHARD_ROWS', 'FAISS_SAMPLE', 'staging_folder', 'faiss_report', 'VectorSearcher']
+__all__ = ['SHARD_ROWS', 'FAISS_SAMPLE', 'staging_folder', 'VectorSearcher']
 
 # %% ../nbs/api/33_vector_index.ipynb #94cd0db4
 SHARD_ROWS = 16384 # passages per shard of a single_vector index
@@ -47,7 +48,7 @@ def _faiss_option(faiss:bool|str|None, encode) -> bool|str:
 FAISS_SAMPLE = 1000 # passages whose vectors query the faiss index and exact search, to measure recall@10
 
 # %% ../nbs/api/33_vector_index.ipynb #0ccd8df7
-def faiss_report(vectors:Path,         # a finished shard folder
+def _faiss_report(vectors:Path,         # a finished shard folder
                  faiss:bool|str,       # True (the default factory) or a factory string
                  *, nprobe:int=16,     # IVF lists scanned per query, as searches will by default
                  seed:int=0            # seed of the training sample and of the query sample
@@ -74,7 +75,7 @@ def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progr
     staging = staging_folder(folder, settings, first)
     encode_shards(chain(first, texts), staging, encode, settings=settings, shard_size=SHARD_ROWS, progress=progress)
     out = dict(settings, shard_rows=SHARD_ROWS, dtype='float32', search='exact, streamed over the shards')
-    if faiss: out.update(search='faiss, the shortlist reranked exactly', faiss=faiss_report(staging, faiss))
+    if faiss: out.update(search='faiss, the shortlist reranked exactly', faiss=_faiss_report(staging, faiss))
     os.replace(staging, folder/'vectors')  # after faiss: a faiss that fails leaves the encoding to resume from
     return out
 
