@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv, io, json, tempfile, warnings
 from pathlib import Path
 from typing import Sequence
-from .core import atomic_write, check_writable, positive_int, split_list, renamed
+from .core import atomic_write, check_not_input, check_writable, positive_int, split_list, renamed
 from .chunking import build_corpus, chunk_overlap, chunk_sizes
 from .data import data_dir, load_benchmark, load_keywords
 from .datasets import FormatError, dataset_files, iter_lines, read_corpus, read_qrels, read_queries
@@ -15,7 +15,8 @@ from .methods import BuildOptions, Method, get_retriever, parse_methods
 from .metrics import DEFAULT_METRICS, STANDARD_METRICS, evaluate, parse_metric
 from .plots import save_plots
 from .retriever import search_batched
-from .runs import check_run_out, read_poleval, read_run, save_run, to_run, write_poleval, write_run
+from .runs import (check_run_out, read_poleval, read_run, run_queries, save_run, to_run, write_poleval,
+                                 write_run)
 from .scoring import keyword_queries, normalize_all, question_queries, score_retriever
 from .stats import summary_table
 from .table import Table, Tables
@@ -212,8 +213,9 @@ def _read_collection(corpus, queries, qrels) -> tuple[dict, dict, dict|None]:
 def _search(method:str, docs:dict, qs:dict, k:int, o:BuildOptions):
     "The retriever of `method` over `docs`, and its run for the queries `qs`."
     retriever = get_retriever(method, list(docs.values()), o)
-    ranked = search_batched(retriever, list(qs.values()), k, progress=o.progress, desc=method)
-    return retriever, to_run(list(qs), list(docs), ranked)
+    def search(ids, texts): return to_run(ids, list(docs), search_batched(retriever, texts, k, progress=o.progress,
+                                                                          desc=method))
+    return retriever, run_queries(search, qs)
 
 # %% ../nbs/api/26_bench.ipynb #706f2fd5
 def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
@@ -229,7 +231,9 @@ def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEv
                   ) -> dict:
     "Search a collection with one method and write a TREC run or a PolEval submission; score it when judged."
     parse_methods([method]); check_run_out(out, format, k)
-    docs, qs, judged = _read_collection(*_search_files(corpus, queries, qrels, split))
+    files = _search_files(corpus, queries, qrels, split)
+    check_not_input(out, files)  # before anything is read or written
+    docs, qs, judged = _read_collection(*files)
     retriever, run = _search(method, docs, qs, k, options or BuildOptions(bm25_backend='bm25s'))
     written = save_run(run, list(qs), out, k=k, format=format, tag=method, fill=list(docs))
     scored = None if judged is None else score_run(judged, written, [f'{m}@{k}' for m in STANDARD_METRICS])

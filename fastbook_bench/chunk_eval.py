@@ -176,6 +176,19 @@ def _chunkings(c:Collection, chunkers:list, size:int, sizes:dict|None) -> list[C
     return [chunk_collection(c, ch, chunk_size=(sizes or {}).get(name(ch)) or matched_size(c, ch, size))
             for ch in chunkers]
 
+# %% ../nbs/api/29_chunk_eval.ipynb #80b6f56f
+def _check_evidence(gold:dict[str, dict]) -> dict[str, dict]:
+    "`gold` (`gold_spans`), after a warning on the quotes found nowhere; an error when no quote is found at all."
+    miss = [(q, ' '.join(m.split()[:6])) for q, g in gold.items() for m in g['missing']]
+    if gold and not any(g['spans'] for g in gold.values()):
+        raise ValueError(f"no evidence quote is in its document ({len(miss)} quotes; "
+                         f"first: {miss[0][0]}: {miss[0][1]!r})")
+    if miss:
+        more = f"; and {len(miss) - 3} more" if len(miss) > 3 else ''
+        warnings.warn(f"{len(miss)} evidence quote(s) not in their documents count for nothing: "
+                      + '; '.join(f"{q}: {w!r}" for q, w in miss[:3]) + more)
+    return gold
+
 # %% ../nbs/api/29_chunk_eval.ipynb #b301c8e7
 def evaluate_chunkers(
         collection:Collection|str|Path|None=None, # a collection, its folder, or None: fastbook
@@ -194,7 +207,7 @@ def evaluate_chunkers(
     "Tables `chunkings`, `summary`, `pairs`, `method_pairs` and `per_question` of chunkers compared at budgets."
     chunkers, methods, budgets, size = _check_options(chunkers, methods, budgets, chunk_size, k, out)
     c = _collection(collection, data)
-    gold, chs = gold_spans(c), _chunkings(c, chunkers, size, sizes)
+    gold, chs = _check_evidence(gold_spans(c)), _chunkings(c, chunkers, size, sizes)
     rows = budget_rows(c, chs, methods, budgets, gold, options=options)
     tables = Tables(dict(chunkings=perfect_table(c, chs, gold, k=k), **matrix_tables(rows), per_question=rows),
                     hidden=('method_pairs', 'per_question'))

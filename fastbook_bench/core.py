@@ -6,12 +6,12 @@
 from __future__ import annotations
 import hashlib, io, os, shutil, sys, tempfile, warnings
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 import numpy as np
 
 # %% auto #0
 __all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'fingerprint', 'cached_arrays', 'say_once', 'positive_int',
-           'split_list', 'positive_ints', 'check_writable', 'file_sha256', 'renamed']
+           'split_list', 'positive_ints', 'check_writable', 'file_sha256', 'check_not_input', 'renamed']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -171,6 +171,20 @@ def file_sha256(path:str|Path # any file
     with open(path, 'rb') as f:
         for b in iter(lambda: f.read(1 << 20), b''): h.update(b)
     return h.hexdigest()
+
+# %% ../nbs/api/00_core.ipynb #fec9985d
+def check_not_input(out:str|Path|Sequence[str|Path], # a file or folder written (or several)
+                    reads:Sequence[str|Path|None],    # the files read, and folders read whole (an index); None skipped
+                    name:str='out'):                  # the parameter, as the error names it
+    "Refuse, naming `name`, an output that is an input, lies inside a folder read, or is a folder holding an input."
+    for o in ([out] if isinstance(out, (str, Path)) else out):
+        for r in (r for r in reads if r is not None):
+            ro, rr = Path(o).resolve(), Path(r).resolve()
+            if ro == rr or (ro.exists() and rr.exists() and os.path.samefile(ro, rr)):
+                same = '' if Path(o) == Path(r) else f"{r}, "
+                raise ValueError(f"`{name}` {o} is {same}a file this command reads; write elsewhere")
+            if rr in ro.parents: raise ValueError(f"`{name}` {o} is inside {r}, a folder this command reads")
+            if ro in rr.parents: raise ValueError(f"`{name}` {o} holds {r}, a file this command reads")
 
 # %% ../nbs/api/00_core.ipynb #de43f156
 def renamed(module:str,          # the module's `__name__`

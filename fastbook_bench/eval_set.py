@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
-from .core import atomic_write, positive_int
+from .core import atomic_write, check_not_input, positive_int
 from .datasets import read_corpus, read_queries, write_qrels
 from .judge import Judge, LLMError, LLMJudge
 from .judgments import JudgmentLog, judge_pairs, relevance, texts_key
@@ -65,9 +65,13 @@ def plan_calls(candidates:list[dict],               # rows of `propose_candidate
 
 # %% ../nbs/api/25_eval_set.ipynb #0a0fd0f8
 def _inputs(queries:Mapping[str, str]|str|Path, # query id -> text, or a queries file
-            corpus:Mapping[str, str]|str|Path   # document id -> text, or a documents file
+            corpus:Mapping[str, str]|str|Path,  # document id -> text, or a documents file
+            out:Path|None=None                  # the output folder: no file it gets may be one of the inputs
            ) -> tuple[Mapping[str, str], Mapping[str, str]]:
     "The queries and documents as mappings, read from their files if paths are given; neither may be empty."
+    if out is not None:
+        check_not_input([out/f for f in ('candidates.jsonl', 'relevance.json', 'relevance.tsv')],
+                        [p for p in (queries, corpus) if not isinstance(p, Mapping)])
     if not isinstance(queries, Mapping): queries = read_queries(queries)
     if not isinstance(corpus, Mapping): corpus = read_corpus(corpus)
     if not queries or not corpus:
@@ -164,7 +168,7 @@ def build_eval_set(queries:Mapping[str, str]|str|Path, # id -> text, or a querie
                   ) -> dict:
     "Propose candidates, judge those not yet in the log, write the relevance judgments; returns a summary."
     t0, o, out = time.perf_counter(), options or BuildOptions(progress=True), Path(out)
-    queries, corpus = _inputs(queries, corpus)
+    queries, corpus = _inputs(queries, corpus, out)
     _check_args(judge, out, k, threshold, concurrency, dry_run, price_per_call)
     log = JudgmentLog(out/'judgments.jsonl'); done = _judged(log, judge, queries, corpus)
     cands, names = _candidates(out, queries, corpus, proposers, k, o)

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
-from .core import atomic_dir, atomic_write, file_sha256, renamed
+from .core import atomic_dir, atomic_write, check_not_input, file_sha256, renamed
 from .bench import score_run
 from .datasets import dataset_files, iter_corpus, read_qrels, read_queries
 from .metrics import STANDARD_METRICS
 from .fts import fts5_fill, fts5_search
 from .methods import BuildOptions
 from .retriever import check_search
-from .runs import check_run_out, save_run, to_run
+from .runs import check_run_out, run_queries, save_run, to_run
 from .engines import ENGINES, get_engine
 __getattr__ = renamed(__name__, ['check_options', 'corpus_file', 'count_lines', 'kind_engine'])
 
@@ -169,8 +169,8 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
     kind, src, out, o = _kind(method), _corpus_file(corpus), Path(out), options or BuildOptions()
-    _check_options(kind, kind_options); _check_out(out)
-    if next(iter_corpus(src), None) is None: raise ValueError(f"{src}: no documents")
+    _check_options(kind, kind_options); _check_out(out); check_not_input(out, [src])
+    if not sum(1 for _ in iter_corpus(src)): raise ValueError(f"{src}: no documents")  # every record checked first
     eng = _kind_engine(kind, engine, ray_address)
     def build(tmp:Path):
         ids = _IdWriter(tmp)
@@ -231,12 +231,12 @@ def search_index(index:str|Path,       # an index folder (`build_index`)
                  **search_options      # options of the index's kind (`open_index`)
                 ) -> dict:
     "Search an index with a queries file; write a TREC run or a PolEval submission; score it when judged."
-    check_run_out(out, format, k)
+    check_run_out(out, format, k); check_not_input(out, [index, queries, qrels])
     if not (qs := read_queries(queries)): raise ValueError(f"{queries}: no records")
     o = options or BuildOptions()
     idx = open_index(index, method=method, model=o.model, options=o, engine=engine, ray_address=ray_address,
                      **search_options)
-    run = idx.run(list(qs), list(qs.values()), k)
+    run = run_queries(lambda ids, texts: idx.run(ids, texts, k), qs)
     fill = [idx.doc_ids[i] for i in range(min(len(idx), 2 * k))] if format == 'poleval' else None
     written = save_run(run, list(qs), out, k=k, format=format, tag=idx.manifest['method'], fill=fill)
     scored = None if qrels is None else score_run(read_qrels(qrels), written, [f'{m}@{k}' for m in STANDARD_METRICS])

@@ -4,9 +4,9 @@
 
 # %% ../nbs/api/20_runs.ipynb #ff433672
 from __future__ import annotations
-import math
+import math, warnings
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 from .core import atomic_write, check_writable, positive_int
 from .chunking import Corpus
 from .data import question_id
@@ -15,7 +15,8 @@ from .metrics import trec_order
 from .scoring import normalize, normalize_all
 
 # %% auto #0
-__all__ = ['to_run', 'write_run', 'read_run', 'write_poleval', 'read_poleval', 'check_run_out', 'save_run', 'benchmark_qrels']
+__all__ = ['to_run', 'run_queries', 'write_run', 'read_run', 'write_poleval', 'read_poleval', 'check_run_out', 'save_run',
+           'benchmark_qrels']
 
 # %% ../nbs/api/20_runs.ipynb #082f7604
 def to_run(query_ids:Sequence[str], # one per searched query, in order
@@ -25,6 +26,17 @@ def to_run(query_ids:Sequence[str], # one per searched query, in order
     "`{query id: {doc id: score}}` from the ranked `(passage index, score)` lists of a retriever."
     if len(query_ids) != len(results): raise ValueError(f"{len(results)} result lists for {len(query_ids)} queries")
     return {q: {doc_ids[i]: float(s) for i, s in r} for q, r in zip(query_ids, results)}
+
+# %% ../nbs/api/20_runs.ipynb #38844d0f
+def run_queries(search:Callable[[list[str], list[str]], dict], # (query ids, texts) -> their run
+                queries:dict[str, str]                        # query id -> text, in order
+               ) -> dict[str, dict[str, float]]:
+    "`search`'s run for the queries with text; an empty or blank one gets no results and one warning naming it."
+    for q in (blank := [q for q, t in queries.items() if not t.strip()]):
+        warnings.warn(f"query {q!r} is empty: no results (it scores 0 when judged)")
+    ask = {q: t for q, t in queries.items() if q not in set(blank)}
+    run = search(list(ask), list(ask.values())) if ask else {}
+    return {q: run.get(q, {}) for q in queries}
 
 # %% ../nbs/api/20_runs.ipynb #cb3f06cd
 def _check_id(i:str, what:str):
