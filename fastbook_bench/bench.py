@@ -194,7 +194,7 @@ def _read_run(run, queries, duplicates:str='error') -> dict:
 def _search_files(corpus, queries, qrels, split:str):
     "The corpus, queries and judgements files to search with (a dataset folder's, unless named)."
     if Path(corpus).is_dir():
-        _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False)
+        _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False, queries=queries is None)
         if not (qrels or j_file) and (corpus.parent/'qrels').is_dir():
             warnings.warn(f"{corpus.parent} has no qrels/{split}.tsv: searching without scoring")
         queries, qrels = queries or q_file, qrels or j_file
@@ -215,7 +215,7 @@ def _search(method:str, docs:dict, qs:dict, k:int, o:BuildOptions):
     retriever = get_retriever(method, list(docs.values()), o)
     def search(ids, texts): return to_run(ids, list(docs), search_batched(retriever, texts, k, progress=o.progress,
                                                                           desc=method))
-    return retriever, run_queries(search, qs)
+    return retriever, run_queries(search, qs, retriever.query_note)
 
 # %% ../nbs/api/26_bench.ipynb #706f2fd5
 def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder

@@ -188,9 +188,7 @@ class BM25Searcher:
     "Searches the memory-mapped bm25s matrix of an index folder."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
         import bm25s
-        if not (f := Path(folder)/'term_max.npy').is_file():
-            raise FileNotFoundError(f"{folder}: a bm25 index of an earlier version (no {f.name}); build it again")
-        f = f.parent; self.engine, self.n = bm25s.BM25.load(f, mmap=True), manifest['corpus']['documents']
+        f = Path(folder); self.engine, self.n = bm25s.BM25.load(f, mmap=True), manifest['corpus']['documents']
         arrs = {x: _mapped(f/f'{x}.csc.index.npy') for x in ('data', 'indices')}
         arrs.update({x: _mapped(f/f'impact.{x}.npy') for x in ('terms', 'indptr', 'scores', 'rows')})
         self.maps = [mm for _, mm in arrs.values()]
@@ -285,4 +283,4 @@ def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
     return out
 
 # %% ../nbs/api/32_bm25_index.ipynb #6ca8114e
-INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher)
+INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, files=('params.index.json', 'impact.scores.npy'))

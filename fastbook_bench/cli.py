@@ -13,15 +13,15 @@ from .bench import evaluate_files, metrics_tables, missing_note, run_benchmark, 
 from .ceiling import ceiling_summary
 from .chunk_eval import evaluate_chunkers
 from .eval_set import build_eval_set, eval_set_report
-from .index import build_index, search_index
+from .index import build_index, search_index, verify_index
 from .core import split_list
 from .flags import call_with_groups, command_flags, flag_parser, params, spell_flags, usage
 from .judge import LLMError, make_judge
 from .methods import BuildOptions
 
 # %% auto #0
-__all__ = ['COMMANDS', 'GROUPS', 'run_cli', 'run', 'ceiling', 'search', 'index', 'eval_cmd', 'build_eval_set_cmd', 'chunking',
-           'main']
+__all__ = ['COMMANDS', 'GROUPS', 'run_cli', 'run', 'ceiling', 'search', 'index', 'verify', 'eval_cmd', 'build_eval_set_cmd',
+           'chunking', 'main']
 
 # %% ../nbs/api/36_cli.ipynb #dbb6e8d6
 def run_cli(*argv:str) -> tuple[int, str, str]:
@@ -151,6 +151,13 @@ def index(*,
         print(f"faiss {f['factory']}: recall@10 {f['recall_at_10']:.4f} against exact search "
               f"({f['queries']} of the passages as queries, nprobe {f['nprobe']})")
 
+# %% ../nbs/api/36_cli.ipynb #ddd80d38
+def verify(*, index:str=None): # an index folder (`fastbook-bench index`)
+    "Check every file of an index against the sizes and checksums its manifest recorded."
+    if index is None: raise ValueError("--index is required")
+    r = verify_index(index)
+    print(f"{index}: a {r['method']} index of {r['files']} files, {r['bytes']} bytes, each as built")
+
 # %% ../nbs/api/36_cli.ipynb #965c0766
 def eval_cmd(*,
              qrels:str=None,   # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, TREC, .json
@@ -233,7 +240,7 @@ def chunking(*,
     print(f"\nWrote the tables to {out} in {time.perf_counter() - t0:.2f} s")
 
 # %% ../nbs/api/36_cli.ipynb #b2de5b8e
-COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'index': index,
+COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'index': index, 'verify': verify,
             'build-eval-set': build_eval_set_cmd, 'chunking': chunking}
 # a parameter of one of these names takes its group's flags (`fastbook_bench.flags`)
 GROUPS = {'options': _options, 'judge_options': _judge}

@@ -4,14 +4,16 @@
 
 # %% ../nbs/api/00_core.ipynb #ca1dc791
 from __future__ import annotations
-import hashlib, io, os, shutil, sys, tempfile, warnings
+import glob, hashlib, io, os, shutil, sys, tempfile, warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'fingerprint', 'cached_arrays', 'say_once', 'positive_int',
-           'split_list', 'positive_ints', 'check_writable', 'file_sha256', 'check_not_input', 'renamed']
+__all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'fingerprint', 'cached_arrays', 'say_once',
+           'positive_int', 'split_list', 'positive_ints', 'check_writable', 'file_sha256', 'file_records',
+           'check_files', 'check_not_input', 'renamed']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -38,8 +40,11 @@ def atomic_file(path:str|Path, # file to (re)create
         make(Path(tmp))
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private (0600); give the usual permissions
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True); raise
+    except BaseException as e:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename is None:  # a full disk names no file: name the one being written
+            raise OSError(e.errno, f"{path}: writing it failed ({e.strerror})") from None
+        raise
     return path
 
 # %% ../nbs/api/00_core.ipynb #fc3743f4
@@ -52,6 +57,19 @@ def atomic_write(path:str|Path, # file to (over)write
         with open(tmp, 'wb') as f: f.write(data); f.flush(); os.fsync(f.fileno())
     return atomic_file(path, make)
 
+# %% ../nbs/api/00_core.ipynb #4040e259
+try: import fcntl  # locks a staging folder (`staged_dir`); absent on Windows, where builds go unlocked
+except ImportError: fcntl = None
+
+# %% ../nbs/api/00_core.ipynb #30566e58
+def _publish(tmp:Path, dest:Path, old:Path):
+    "Make the finished folder `tmp` readable by others and rename it to `dest` (a folder there goes to `old`, then)."
+    os.chmod(tmp, 0o755)
+    for p in tmp.iterdir(): os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    if dest.exists(): dest.rename(old)
+    tmp.rename(dest)
+    shutil.rmtree(old, ignore_errors=True)
+
 # %% ../nbs/api/00_core.ipynb #8138fc52
 def atomic_dir(dest:str|Path, # the folder to (re)build
                build:Callable[[Path], object] # fills the empty folder it is given
@@ -62,13 +80,52 @@ def atomic_dir(dest:str|Path, # the folder to (re)build
     tmp, old = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.tmp')), None
     try:
         build(tmp)
-        os.chmod(tmp, 0o755)
-        for p in tmp.iterdir(): os.chmod(p, 0o755 if p.is_dir() else 0o644)
-        if dest.exists(): old = dest.rename(tmp.with_name(tmp.name + '-old'))
-        tmp.rename(dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None: shutil.rmtree(old, ignore_errors=True)
+        _publish(tmp, dest, tmp.with_name(tmp.name + '-old'))
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+# %% ../nbs/api/00_core.ipynb #5a3556c8
+@contextmanager
+def _staging(dest:Path) -> Iterator[Path]:
+    "The staging folder of `dest`, created and locked by this process while inside."
+    tmp = dest.with_name(f'.{dest.name}.partial'); tmp.mkdir(exist_ok=True)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        try:
+            if fcntl: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if not os.path.samestat(os.fstat(fd), os.stat(tmp)): raise BlockingIOError  # it was renamed meanwhile
+        except (BlockingIOError, FileNotFoundError):
+            raise FileExistsError(f"{dest}: another run is writing it ({tmp.name} is in use); "
+                                  "wait for it to finish, or write elsewhere") from None
+        yield tmp
+    finally: os.close(fd)
+
+# %% ../nbs/api/00_core.ipynb #abac217d
+def _clear(folder:Path, keep:str):
+    "Remove the entries of `folder` whose names do not end in `keep`."
+    for p in folder.iterdir():
+        if not p.name.endswith(keep): shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+
+# %% ../nbs/api/00_core.ipynb #56bf4377
+def staged_dir(dest:str|Path, # the folder to (re)build
+               build:Callable[[Path], object], # fills the staging folder it is given (`*.partial` entries may be there)
+               keep:str='.partial' # entries so named are kept for a rerun to resume from
+              ) -> Path:
+    "`atomic_dir` for long builds: one locked staging folder beside `dest`, cleared or resumed by a rerun."
+    dest = Path(dest).resolve(); dest.parent.mkdir(parents=True, exist_ok=True)
+    with _staging(dest) as tmp:
+        old = dest.with_name(f'.{dest.name}.old'); shutil.rmtree(old, ignore_errors=True)
+        for p in glob.glob(glob.escape(str(dest.with_name(f'.{dest.name}.tmp'))) + '*'): shutil.rmtree(p, True)
+        _clear(tmp, keep)
+        try: build(tmp)
+        except BaseException as e:  # Ctrl-C too: keep only the work to resume
+            _clear(tmp, keep)
+            if not any(tmp.iterdir()): tmp.rmdir()
+            if isinstance(e, OSError) and e.filename is None:  # a full disk names no file: name the folder
+                raise OSError(e.errno, f"{dest}: writing it failed ({e.strerror})") from None
+            raise
+        for p in tmp.glob('*' + keep): shutil.rmtree(p)  # work left to resume that this build did not use
+        _publish(tmp, dest, old)
     return dest
 
 # %% ../nbs/api/00_core.ipynb #26f5b6e4
@@ -171,6 +228,33 @@ def file_sha256(path:str|Path # any file
     with open(path, 'rb') as f:
         for b in iter(lambda: f.read(1 << 20), b''): h.update(b)
     return h.hexdigest()
+
+# %% ../nbs/api/00_core.ipynb #54c9b852
+def _head(path:Path) -> str:
+    with open(path, 'rb') as f: return hashlib.sha256(f.read(4096)).hexdigest()
+
+def file_records(folder:str|Path # a folder
+                ) -> dict[str, dict]:
+    "`{path: {size, head, sha256}}` of every file under `folder` (paths relative, `/`-separated, sorted)."
+    files = sorted(p for p in Path(folder).rglob('*') if p.is_file())
+    return {p.relative_to(folder).as_posix(): dict(size=p.stat().st_size, head=_head(p), sha256=file_sha256(p))
+            for p in files}
+
+# %% ../nbs/api/00_core.ipynb #28b97695
+def check_files(folder:str|Path, # a folder
+                records:dict[str, dict], # what `file_records` said of it
+                full:bool=False # also compare every byte (sha256), not only sizes and first blocks
+               ) -> int:
+    "The bytes of the files `records` lists, checked; else a ValueError naming the first file that differs, and how."
+    n = 0
+    for name, r in records.items():
+        p = Path(folder)/name
+        if not p.is_file(): raise ValueError(f"{p}: missing")
+        if (size := p.stat().st_size) != r['size']: raise ValueError(f"{p}: {size} bytes, not the {r['size']} written")
+        if _head(p) != r['head'] or full and file_sha256(p) != r['sha256']:
+            raise ValueError(f"{p}: its bytes differ from those written (damaged or replaced)")
+        n += size
+    return n
 
 # %% ../nbs/api/00_core.ipynb #fec9985d
 def check_not_input(out:str|Path|Sequence[str|Path], # a file or folder written (or several)

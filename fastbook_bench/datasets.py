@@ -12,7 +12,7 @@ from .core import atomic_write
 
 # %% auto #0
 __all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'iter_corpus', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset',
-           'write_qrels', 'write_dataset', 'dataset_files', 'load_dataset']
+           'write_qrels', 'write_dataset', 'dataset_files', 'load_dataset', 'corpus_file']
 
 # %% ../nbs/api/19_datasets.ipynb #caf55795
 class FormatError(ValueError):
@@ -178,7 +178,8 @@ class Dataset:
 
 # %% ../nbs/api/19_datasets.ipynb #f09066b0
 _LAYOUTS = {'beir': ('corpus.jsonl', 'queries.jsonl', 'qrels/{split}.tsv'),
-            'poleval': ('passages.jl', 'questions.jl', 'pairs.tsv')}
+            'poleval': ('passages.jl', 'questions.jl', 'pairs.tsv'),
+            'poleval2022': ('passages.jl', 'in.tsv', 'expected.tsv')}  # the challenge's (last section): read only
 
 # %% ../nbs/api/19_datasets.ipynb #d0056566
 def write_qrels(qrels:dict[str, dict[str, int]], # {query id: {doc id: relevance}}
@@ -201,7 +202,7 @@ def write_dataset(ds:Dataset,         # the collection
                   split:str='test'    # BEIR: the name of the qrels file
                  ) -> Path:
     "Write `ds` as a BEIR or PolEval folder; returns the folder."
-    if format not in _LAYOUTS: raise ValueError(f"Unknown format {format!r}; choose from {', '.join(_LAYOUTS)}")
+    if format not in ('beir', 'poleval'): raise ValueError(f"Unknown format {format!r}; choose from beir, poleval")
     cf, qf, jf = (Path(path)/n.format(split=split) for n in _LAYOUTS[format])
     key, head = ('_id', 'query-id\tcorpus-id\tscore') if format == 'beir' else ('id', 'question-id\tpassage-id\tscore')
     jsonl = lambda d: ''.join(json.dumps({key: i, 'text': t}, ensure_ascii=False) + '\n' for i, t in d.items())
@@ -219,18 +220,18 @@ def _find(d:Path, name:str, split:str) -> Path|None:
 # %% ../nbs/api/19_datasets.ipynb #47d24ae6
 def dataset_files(path:str|Path,  # a BEIR or PolEval folder
                   split:str='test', # which judgements (BEIR: qrels/<split>.tsv)
-                  qrels:bool=True   # False: a folder without judgements is fine (the qrels file is then None)
-                 ) -> tuple[str, Path, Path, Path|None]:
-    "(format, corpus file, queries file, qrels file) of a dataset folder."
-    d = Path(path)
+                  qrels:bool=True,  # False: a folder without judgements is fine (the qrels file is then None)
+                  queries:bool=True # False: the corpus alone is enough (to index it)
+                 ) -> tuple[str, Path, Path|None, Path|None]:
+    "(format, corpus file, queries file, qrels file) of a dataset folder, the first layout whose files are there."
+    d, need, first = Path(path), 1 + queries + (queries and qrels), None
     for fmt, names in _LAYOUTS.items():
         names = [n.format(split=split) for n in names]
         files = [_find(d, n, split) for n in names]
-        if files[0] is None: continue
-        if None in files[:3 if qrels else 2]:
-            missing = names[files.index(None)]
-            raise FileNotFoundError(f"{d}: a {fmt} folder needs {', '.join(names)}; {missing} is missing")
-        return (fmt, *files)
+        if files[0] is not None and None not in files[:need]: return (fmt, *files)
+        if files[0] is not None and first is None:
+            first = f"{d}: a {fmt} folder needs {', '.join(names)}; {names[files.index(None)]} is missing"
+    if first: raise FileNotFoundError(first)
     raise FileNotFoundError(f"{d}: neither a BEIR folder (corpus.jsonl, queries.jsonl, qrels/{split}.tsv) "
                             "nor a PolEval folder (passages.jl, questions.jl, pairs.tsv)")
 
@@ -245,6 +246,15 @@ def load_dataset(path:str|Path,   # a BEIR or PolEval folder
     _warn_unknown(jf, [repr(q) for q in qrels if q not in queries], "judged queries are not in the queries file",
                   "they are never searched, so the means leave them out (or count them as 0 with `complete=True`)")
     return Dataset(corpus, queries, qrels)
+
+# %% ../nbs/api/19_datasets.ipynb #b85f05ab
+def corpus_file(corpus:str|Path # a corpus file, or a dataset folder of any layout (its corpus alone is enough)
+               ) -> Path:
+    "The corpus file `corpus` names: itself, or the corpus file of a dataset folder."
+    p = Path(corpus)
+    if p.is_dir(): return dataset_files(p, queries=False)[1]
+    if not p.is_file(): raise FileNotFoundError(f"{p}: no such corpus file or dataset folder")
+    return p
 
 # %% ../nbs/api/19_datasets.ipynb #67dd7c25
 def _in_tsv(path) -> dict[str, str]:

@@ -47,7 +47,8 @@ def require_ray():
 
 # %% ../nbs/api/30_engines.ipynb #b39219d1
 def get_engine(engine:str|object='local', # 'local', 'ray', or an engine (returned as it is)
-               *, address:str|None=None   # Ray: the address of a running cluster (default: start a local one)
+               *, address:str|None=None,  # Ray: the address of a running cluster (default: start a local one)
+               timeout:float=10           # Ray: seconds to wait for the cluster at `address` to answer
               ):
     "The engine `engine` names; Ray is imported only here, with a clear error where it is not installed."
     if not isinstance(engine, str): return engine
@@ -56,4 +57,4 @@ def get_engine(engine:str|object='local', # 'local', 'ray', or an engine (return
         if address is not None: raise ValueError("`address` needs `engine` ray")
         return LocalEngine()
     require_ray()
-    return importlib.import_module(ENGINES[engine]).RayEngine(address)
+    return importlib.import_module(ENGINES[engine]).RayEngine(address, timeout=timeout)

@@ -15,16 +15,28 @@ from .core import atomic_file, fingerprint
 from .retriever import Retriever, check_search
 
 # %% auto #0
-__all__ = ['BM25_BACKENDS', 'fts_query', 'FTS5Retriever', 'fts5_fill', 'fts5_search', 'tokenize', 'okapi_idf_df', 'okapi_idf',
-           'okapi_scale', 'BM25Retriever', 'tokenize_identifiers']
+__all__ = ['FTS5_MAX_TERMS', 'BM25_BACKENDS', 'fts_query', 'long_query', 'FTS5Retriever', 'fts5_fill', 'fts5_search', 'tokenize',
+           'okapi_idf_df', 'okapi_idf', 'okapi_scale', 'BM25Retriever', 'tokenize_identifiers']
+
+# %% ../nbs/api/07_fts.ipynb #2f66191a
+FTS5_MAX_TERMS = 256  # terms of a query FTS5 reads: an OR of n terms takes more than n times one term's time
+
+def _terms(text:str) -> list[str]:
+    "The terms of `text` as the published run split keywords: no double quotes or NULs, commas stripped from the ends."
+    return [t for t in (t.strip(',') for t in text.replace('"', '').replace('\x00', ' ').split()) if t]
 
 # %% ../nbs/api/07_fts.ipynb #2c75d56e
 def fts_query(text:str # any user string
              ) -> str:
-    "An FTS5 MATCH expression for `text`: its terms, quoted, joined with OR (empty string when there are none)."
-    terms = [t.strip(',') for t in text.replace('"', '').replace('\x00', ' ').split()]
-    terms = [f'"{t}"' for t in terms if t]
+    "An FTS5 MATCH expression for `text`: its first `FTS5_MAX_TERMS` terms, quoted, joined with OR (or '' for none)."
+    terms = [f'"{t}"' for t in _terms(text)[:FTS5_MAX_TERMS]]
     return f"text : ({' OR '.join(terms)})" if terms else ''
+
+# %% ../nbs/api/07_fts.ipynb #f114c6db
+def long_query(text:str # a query
+              ) -> str|None:
+    "What FTS5 leaves out of `text`, in a few words, if anything."
+    return f"{n} terms; fts5 reads the first {FTS5_MAX_TERMS}" if (n := len(_terms(text))) > FTS5_MAX_TERMS else None
 
 # %% ../nbs/api/07_fts.ipynb #01dc8baf
 class FTS5Retriever(Retriever):
@@ -37,6 +49,10 @@ class FTS5Retriever(Retriever):
         self.labels = [''] * len(self) if labels is None else [str(l) for l in labels]
         if len(self.labels) != len(self): raise ValueError(f"{len(self.labels)} labels for {len(self)} passages")
         self.con = self._connect(None if path is None else Path(path), fingerprint(self.passages, self.labels))
+
+# %% ../nbs/api/07_fts.ipynb #c88ffe66
+@patch_to(FTS5Retriever)
+def query_note(self, text:str) -> str|None: return long_query(text)
 
 # %% ../nbs/api/07_fts.ipynb #26232b10
 def fts5_fill(con:sqlite3.Connection, # an open database without a `passages` table

@@ -11,23 +11,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
-from .core import atomic_dir, atomic_write, check_not_input, file_sha256, renamed
+from .core import (atomic_write, check_files, check_not_input, check_writable, file_records, file_sha256,
+                                 renamed, staged_dir)
 from .bench import score_run
-from .datasets import dataset_files, iter_corpus, read_qrels, read_queries
+from .datasets import corpus_file, iter_corpus, read_qrels, read_queries
 from .metrics import STANDARD_METRICS
-from .fts import fts5_fill, fts5_search
+from .fts import fts5_fill, fts5_search, long_query
 from .methods import BuildOptions
-from .retriever import check_search
+from .retriever import DamagedScores, check_search
 from .runs import check_run_out, run_queries, save_run, to_run
 from .engines import ENGINES, get_engine
-__getattr__ = renamed(__name__, ['check_options', 'corpus_file', 'count_lines', 'kind_engine'])
+__getattr__ = renamed(__name__, ['check_options', 'count_lines', 'kind_engine'])  # corpus_file: now datasets'
 
 # %% auto #0
 __all__ = ['INDEX_FORMAT', 'INDEX_KINDS', 'INDEX_MODULES', 'IndexKind', 'DocIds', 'read_manifest', 'build_index', 'Index',
-           'open_index', 'search_index', 'FTS5Searcher']
+           'open_index', 'search_index', 'FTS5Searcher', 'verify_index']
 
 # %% ../nbs/api/31_index.ipynb #38598b6f
-INDEX_FORMAT = 1  # the manifest's "format": a folder with another number is refused
+INDEX_FORMAT = 2  # the manifest's "format": a folder with another number is refused
 
 # %% ../nbs/api/31_index.ipynb #9038f582
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class IndexKind:
     build_options:tuple=()  # names of the keyword options its `build` takes besides those (`build_index(**...)`)
     search_options:tuple=() # names of the keyword options its `open` takes (`open_index(**...)`)
     engines:tuple=('local',) # engines it runs on (`engines.ENGINES`); with more, build and open take engine=
+    files:tuple=() # files that every index of the kind holds (checked against the manifest's method on open)
 
 # %% ../nbs/api/31_index.ipynb #88aba334
 INDEX_KINDS:dict[str, IndexKind] = {}  # method name -> IndexKind; modules add theirs
@@ -58,15 +60,6 @@ def _check_options(kind:IndexKind,  # the kind asked for
     if bad := [n for n in given if n not in names]:
         raise ValueError(f"a {kind.name} index takes no {what} option {bad[0]!r}; "
                          f"its {what} options: {', '.join(names) or 'none'}")
-
-# %% ../nbs/api/31_index.ipynb #870bdb5d
-def _corpus_file(corpus:str|Path # a corpus file, or a BEIR or PolEval dataset folder
-               ) -> Path:
-    "The corpus file `corpus` names: itself, or the corpus file of a dataset folder."
-    p = Path(corpus)
-    if p.is_dir(): return dataset_files(p, qrels=False)[1]
-    if not p.is_file(): raise FileNotFoundError(f"{p}: no such corpus file or dataset folder")
-    return p
 
 # %% ../nbs/api/31_index.ipynb #3170168a
 class DocIds:
@@ -96,6 +89,30 @@ class _IdWriter:
         self.f.close(); np.save(self.folder/'doc_ids.offsets.npy', np.frombuffer(self.starts, dtype=np.int64))
         return len(self.starts) - 1
 
+# %% ../nbs/api/31_index.ipynb #d893f5bf
+def _checksum(m:dict) -> str:
+    "The sha256 of a manifest's content, its own `checksum` left out."
+    rest = {k: v for k, v in m.items() if k != 'checksum'}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
+
+def _rebuild(m:dict, folder) -> str:
+    "How to build `folder` again, from what its manifest says."
+    return (f"`fastbook-bench index` with `corpus` {m.get('corpus', {}).get('path', '?')}, `method` {m.get('method')}, "
+            f"`out` {folder}")
+
+# %% ../nbs/api/31_index.ipynb #b3a8c594
+def _check_folder(folder:Path, m:dict) -> dict:
+    "`m` if unedited, and `folder` holds its method's files, each as built (size, first block); else an error."
+    fn, again = folder/'manifest.json', f"rebuild it: {_rebuild(m, folder)}"
+    if miss := [f for f in _kind(m['method']).files if f not in m['files']]:
+        raise ValueError(f"{fn}: says method {m['method']!r}, but a {m['method']} index holds {miss[0]} and this "
+                         f"one does not (an edited manifest?); {again}")
+    if m.get('checksum') != _checksum(m):
+        raise ValueError(f"{fn}: edited since the build (its checksum differs); {again}")
+    try: check_files(folder, m['files'])
+    except ValueError as e: raise ValueError(f"{e}: the index is damaged; {again}") from None
+    return m
+
 # %% ../nbs/api/31_index.ipynb #ace518eb
 def read_manifest(folder:str|Path # an index folder
                  ) -> dict:
@@ -106,9 +123,11 @@ def read_manifest(folder:str|Path # an index folder
     try: m = json.loads(fn.read_text(encoding='utf-8'))
     except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"{fn}: not valid JSON ({e})") from None
     if not isinstance(m, dict) or m.get('complete') is not True: raise ValueError(f"{fn}: the index is incomplete")
+    if m.get('format') == 1: raise ValueError(f"{folder}: an index of an earlier version (format 1, its files not "
+                                              f"recorded); rebuild it: {_rebuild(m, folder)}")
     if m.get('format') != INDEX_FORMAT:
         raise ValueError(f"{fn}: index format {m.get('format')!r}; this version reads format {INDEX_FORMAT}")
-    return m
+    return _check_folder(Path(folder), m)
 
 # %% ../nbs/api/31_index.ipynb #3b0fdc40
 def _kind(method:str) -> IndexKind:
@@ -168,8 +187,9 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
                 **kind_options                  # options of the kind (`IndexKind.build_options`)
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
-    kind, src, out, o = _kind(method), _corpus_file(corpus), Path(out), options or BuildOptions()
+    kind, src, out, o = _kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
     _check_options(kind, kind_options); _check_out(out); check_not_input(out, [src])
+    check_writable(out.resolve().parent, 'out', folder=True)  # where the staging folder goes
     if not sum(1 for _ in iter_corpus(src)): raise ValueError(f"{src}: no documents")  # every record checked first
     eng = _kind_engine(kind, engine, ray_address)
     def build(tmp:Path):
@@ -177,9 +197,10 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
         settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng, **kind_options)
         n = ids.close()
         corp = dict(path=str(src.resolve()), fingerprint='sha256:' + file_sha256(src), documents=n)
-        m = dict(format=INDEX_FORMAT, method=method, settings=settings, corpus=corp, complete=True)
-        atomic_write(tmp/'manifest.json', json.dumps(m, indent=1, ensure_ascii=False))
-    return atomic_dir(out, build)
+        m = dict(format=INDEX_FORMAT, method=method, settings=settings, corpus=corp, files=file_records(tmp),
+                 complete=True)
+        atomic_write(tmp/'manifest.json', json.dumps(dict(m, checksum=_checksum(m)), indent=1, ensure_ascii=False))
+    return staged_dir(out, build)
 
 # %% ../nbs/api/31_index.ipynb #dd811a62
 class Index:
@@ -191,7 +212,10 @@ class Index:
     def search(self, queries:Sequence[str], k:int=10) -> list[list[tuple[int, float]]]:
         "The best `k` `(row, score)` pairs for each query, best first."
         queries, _ = check_search(self, queries, k, None)
-        return self.searcher.search(queries, k)
+        try: return self.searcher.search(queries, k)
+        except (DamagedScores, sqlite3.DatabaseError) as e:  # bytes edited past the first block: NaN, or SQL errors
+            raise ValueError(f"{self.folder}: damaged ({e}); `fastbook-bench verify` finds the file") from None
+    def query_note(self, text:str) -> str|None: return getattr(self.searcher, 'query_note', lambda t: None)(text)
     def run(self, query_ids:Sequence[str], queries:Sequence[str], k:int=10) -> dict[str, dict[str, float]]:
         "`{query id: {doc id: score}}` for `queries`."
         return to_run(list(query_ids), self.doc_ids, self.search(queries, k))
@@ -236,7 +260,7 @@ def search_index(index:str|Path,       # an index folder (`build_index`)
     o = options or BuildOptions()
     idx = open_index(index, method=method, model=o.model, options=o, engine=engine, ray_address=ray_address,
                      **search_options)
-    run = run_queries(lambda ids, texts: idx.run(ids, texts, k), qs)
+    run = run_queries(lambda ids, texts: idx.run(ids, texts, k), qs, idx.query_note)
     fill = [idx.doc_ids[i] for i in range(min(len(idx), 2 * k))] if format == 'poleval' else None
     written = save_run(run, list(qs), out, k=k, format=format, tag=idx.manifest['method'], fill=fill)
     scored = None if qrels is None else score_run(read_qrels(qrels), written, [f'{m}@{k}' for m in STANDARD_METRICS])
@@ -257,6 +281,14 @@ class FTS5Searcher:
         self.con = sqlite3.connect(f"file:{Path(folder).resolve()/'fts5.sqlite'}?mode=ro", uri=True)
     def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
         return [fts5_search(self.con, q, k) for q in queries]
+    def query_note(self, text:str) -> str|None: return long_query(text)
 
 # %% ../nbs/api/31_index.ipynb #c80c7064
-INDEX_KINDS['fts5'] = IndexKind('fts5', _fts5_build, FTS5Searcher)
+INDEX_KINDS['fts5'] = IndexKind('fts5', _fts5_build, FTS5Searcher, files=('fts5.sqlite',))
+
+# %% ../nbs/api/31_index.ipynb #b956bee0
+def verify_index(folder:str|Path # an index folder
+                ) -> dict:
+    "Every byte of index `folder` compared with its manifest's checksums: what was checked, or an error naming a file."
+    m = read_manifest(folder)
+    return dict(method=m['method'], files=len(m['files']), bytes=check_files(folder, m['files'], full=True))

@@ -75,12 +75,11 @@ def _vectors(self, batch:list[list[int]]) -> list[np.ndarray]:
 def encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
     "Token vectors of every passage, window by window, and how many belong to each passage."
     wins = [w for x in ids for w in windows(x, self.window)]
-    out, batches = [], range(0, len(wins), self.batch_size)
-    for b in tqdm(batches, desc='maxsim: encoding windows', disable=not self.progress, leave=False):
-        out += self._vectors(wins[b:b + self.batch_size])
-    dim = self.bert.config.hidden_size
-    vecs = np.concatenate(out).astype(np.float16) if out else np.zeros((0, dim), np.float16)
-    return {'vectors': vecs.reshape(-1, dim), 'lengths': np.array([len(x) for x in ids], dtype=np.int64)}
+    vecs, at = np.empty((sum(map(len, ids)), self.bert.config.hidden_size), np.float16), 0  # filled batch by batch
+    for b in tqdm(range(0, len(wins), self.batch_size), desc='maxsim: encoding windows', disable=not self.progress,
+                  leave=False):
+        for v in self._vectors(wins[b:b + self.batch_size]): vecs[at:at + len(v)], at = v, at + len(v)
+    return {'vectors': vecs, 'lengths': np.array([len(x) for x in ids], dtype=np.int64)}
 
 # %% ../nbs/api/18_maxsim.ipynb #d979267d
 def count_pieces(ids:list[list[int]] # word-piece ids of passages

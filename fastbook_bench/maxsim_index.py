@@ -96,4 +96,5 @@ def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
 # %% ../nbs/api/34_maxsim_index.ipynb #03e7f92b
 INDEX_KINDS['maxsim'] = IndexKind('maxsim', _maxsim_build, MaxSimSearcher,
                                   build_options=('window', 'weights', 'batch_size', 'shard_rows'),
-                                  search_options=('window', 'weights'))
+                                  search_options=('window', 'weights'),
+                                  files=('document_frequencies.npy', 'vectors/shards.json'))

@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/37_ray.ipynb #8024dbcb
 from __future__ import annotations
-import logging, os, sys
+import logging, os, signal, socket, sys, threading, time
 from collections import deque
 from functools import reduce
 from pathlib import Path
@@ -15,31 +15,69 @@ from .engines import EncoderSpec, require_ray
 from .shards import iter_shards, merge_top_k, search_shards
 try: import ray  # the scale extra: without it this module still imports, and `_start_ray` says what to install
 except ImportError: ray = None
-from .core import renamed
+from .core import _SAID, renamed, say_once
 __getattr__ = renamed(__name__, ['start_ray'])
 
 # %% auto #0
 __all__ = ['ShardEncoder', 'RayEncoder', 'RayEngine']
 
+# %% ../nbs/api/37_ray.ipynb #98697827
+_H2 = b'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n' + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # HTTP/2's preface, empty SETTINGS
+
+# %% ../nbs/api/37_ray.ipynb #7dd35c00
+def _probe(address:str, # host:port of a cluster, or ray://host:port
+           timeout:float): # seconds
+    "Fail within `timeout` seconds, naming `address`, unless a gRPC server (as Ray's) answers: `ray.init` would wait."
+    host, _, port = address.removeprefix('ray://').rpartition(':')
+    if not port.isdigit(): return  # an address Ray resolves itself
+    end = time.monotonic() + timeout
+    try:  # a TCP connection alone proves little (a proxy accepts any): an HTTP/2 server answers its preface
+        with socket.create_connection((host or 'localhost', int(port)), timeout=timeout) as s:
+            s.settimeout(max(end - time.monotonic(), 0.01)); s.sendall(_H2); answer = s.recv(9)
+        if len(answer) < 9 or answer[3] != 4: raise OSError("no HTTP/2 SETTINGS in answer")
+    except OSError as e:
+        raise ConnectionError(f"no Ray cluster answers at {address} within {timeout:g} s ({e}); start one "
+                              "(`ray start`) or give the address of a running one") from None
+
+# %% ../nbs/api/37_ray.ipynb #d6e0c685
+def _init_within(timeout:float, address:str|None, **kwargs):
+    "`ray.init(address=address, ...)`, given up after `timeout` seconds when joining a cluster (from the main thread)."
+    fired, done = threading.Event(), threading.Event()
+    def give_up():
+        if not done.is_set(): fired.set(); os.kill(os.getpid(), signal.SIGINT)  # ray.init has no timeout of its own
+    timer = threading.Timer(timeout, give_up)
+    if address is not None and threading.current_thread() is threading.main_thread(): timer.start()
+    try: ray.init(address=address, **kwargs); done.set()
+    except KeyboardInterrupt:
+        if not fired.is_set(): raise  # a real Ctrl-C
+        raise ConnectionError(f"no Ray cluster answered at {address} within {timeout:g} s; start one (`ray start`) "
+                              "or give the address of a running one") from None
+    finally: done.set(); timer.cancel()
+
 # %% ../nbs/api/37_ray.ipynb #e178275d
 def _start_ray(address:str|None=None, # a running cluster ('auto', 'ray://head:10001'); None: start a local one
               *, num_cpus:int|None=None, # CPUs of a local cluster (default: all of this machine's)
-              num_gpus:int|None=None     # GPUs of a local cluster (default: those found)
+              num_gpus:int|None=None,    # GPUs of a local cluster (default: those found)
+              timeout:float=10           # seconds to wait for a cluster at `address` to answer
              ) -> dict:
     "Join the Ray cluster at `address`, or start a local one, unless this process has joined one; its resources."
     require_ray()
     if not ray.is_initialized():
         if address is not None and (num_cpus or num_gpus):
             raise ValueError(f"num_cpus and num_gpus size a local cluster, not the running one at {address}")
+        if address not in (None, 'auto'): _probe(address, timeout)
         local = dict(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False) if address is None else {}
-        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR, **local)
+        _init_within(timeout, address, log_to_driver=False, logging_level=logging.ERROR, **local)
     return ray.cluster_resources()
 
 # %% ../nbs/api/37_ray.ipynb #b68f1135
 class ShardEncoder:
     "The state of one Ray actor: the encoder of `spec`, loaded once, which then encodes whole shards."
-    def __init__(self, spec:EncoderSpec): (self.encode, self._settings), self.shards = spec.load(), 0
+    def __init__(self, spec:EncoderSpec):
+        before = set(_SAID); (self.encode, self._settings), self.shards = spec.load(), 0
+        self._notes = sorted(_SAID - before)  # said while loading (a model fallen back to), for the driver to say
     def settings(self) -> dict: return self._settings
+    def notes(self) -> list[str]: return self._notes
     def run(self, texts:list[str]) -> np.ndarray:
         self.shards += 1
         return np.asarray(self.encode(texts))
@@ -75,9 +113,10 @@ class RayEngine:
     def __init__(self, address:str|None=None, # a running cluster; None: start a local one
                  *, num_cpus:int|None=None,   # CPUs of a local cluster (default: all)
                  actors:int|None=None,        # encoder actors (default: one per CPU, or per GPU with `gpus`)
-                 gpus:float=0                 # GPUs per actor (0: encode on CPUs)
+                 gpus:float=0,                # GPUs per actor (0: encode on CPUs)
+                 timeout:float=10             # seconds to wait for a cluster at `address` to answer
                 ):
-        self.resources, self.gpus = _start_ray(address, num_cpus=num_cpus), gpus
+        self.resources, self.gpus = _start_ray(address, num_cpus=num_cpus, timeout=timeout), gpus
         self.cpus = int(self.resources.get('CPU', 1))
         self.actors = actors or (int(self.resources.get('GPU', 0) // gpus) if gpus else self.cpus)
         if self.actors < 1: raise ValueError(f"no actor fits the cluster {self.resources} with gpus={gpus}")
@@ -92,6 +131,7 @@ def encoder(self:RayEngine, spec:EncoderSpec) -> tuple[RayEncoder, dict]:
     settings = ray.get([a.settings.remote() for a in actors])
     if (other := next((s for s in settings if s != settings[0]), None)) is not None:
         raise ValueError(f"the Ray workers loaded different encoders: {settings[0]} and {other}")
+    for note in ray.get(actors[0].notes.remote()): say_once(note)  # as the local engine says it
     return RayEncoder(actors), settings[0]
 
 # %% ../nbs/api/37_ray.ipynb #4f989457

@@ -12,7 +12,7 @@ from .core import positive_int
 from .table import Table
 
 # %% auto #0
-__all__ = ['top_k', 'Retriever', 'check_search', 'FixedRetriever', 'search_batched', 'show_ranking']
+__all__ = ['DamagedScores', 'top_k', 'Retriever', 'check_search', 'FixedRetriever', 'search_batched', 'show_ranking']
 
 # %% ../nbs/api/06_retriever.ipynb #01b46b43
 def _kth_largest(s:np.ndarray, # scores
@@ -25,6 +25,10 @@ def _kth_largest(s:np.ndarray, # scores
         s = s[s >= t]
     return np.partition(s, len(s) - k)[len(s) - k]
 
+# %% ../nbs/api/06_retriever.ipynb #9edfd262
+class DamagedScores(ValueError):
+    "Scores no ranking can come from (NaN, infinite): damaged vectors or index files, or a broken model."
+
 # %% ../nbs/api/06_retriever.ipynb #3de29ef2
 def top_k(scores:np.ndarray,             # one score per passage
           k:int,                         # how many to keep
@@ -34,6 +38,9 @@ def top_k(scores:np.ndarray,             # one score per passage
     s = np.asarray(scores, dtype=np.float64)
     idx = np.arange(len(s)) if subset is None else np.unique(np.asarray(subset, dtype=np.int64))
     if subset is not None: s = s[idx]
+    if len(s) and (np.isnan(m := s.max()) or m == np.inf):  # max is NaN if any is: one pass, no copy
+        bad = np.isnan(s) | np.isposinf(s)  # no ranking from them: NaN compares false, so it would drop out
+        raise DamagedScores(f"{bad.sum()} scores are {s[bad][0]} (passage {idx[bad][0]} the first)")
     if k < len(s):  # only entries at least as good as the k-th can make the cut
         keep = np.flatnonzero(s >= _kth_largest(s, k))
         idx, s = idx[keep], s[keep]
@@ -58,6 +65,12 @@ class Retriever:
 def scores(self, queries:list[str]) -> Iterable[np.ndarray]:
     "One score per passage for each query, higher is better."
     raise NotImplementedError(f"{type(self).__name__} must implement `scores` or `search`")
+
+# %% ../nbs/api/06_retriever.ipynb #1d6ce99a
+@patch_to(Retriever)
+def query_note(self, text:str) -> str|None:
+    "What a search of `text` leaves out, if anything (FTS5 reads a query's first terms only)."
+    return None
 
 # %% ../nbs/api/06_retriever.ipynb #96afeb08
 def check_search(r:Retriever,  # the retriever searched

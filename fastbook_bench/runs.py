@@ -29,11 +29,14 @@ def to_run(query_ids:Sequence[str], # one per searched query, in order
 
 # %% ../nbs/api/20_runs.ipynb #38844d0f
 def run_queries(search:Callable[[list[str], list[str]], dict], # (query ids, texts) -> their run
-                queries:dict[str, str]                        # query id -> text, in order
+                queries:dict[str, str],                       # query id -> text, in order
+                note:Callable[[str], str|None]|None=None      # what the method leaves out of a query (`query_note`)
                ) -> dict[str, dict[str, float]]:
-    "`search`'s run for the queries with text; an empty or blank one gets no results and one warning naming it."
+    "`search`'s run for the queries with text; an empty one gets no results, and it and any `note` a warning naming it."
     for q in (blank := [q for q, t in queries.items() if not t.strip()]):
         warnings.warn(f"query {q!r} is empty: no results (it scores 0 when judged)")
+    for q, t in queries.items():
+        if note and q not in blank and (n := note(t)): warnings.warn(f"query {q!r}: {n}")
     ask = {q: t for q, t in queries.items() if q not in set(blank)}
     run = search(list(ask), list(ask.values())) if ask else {}
     return {q: run.get(q, {}) for q in queries}

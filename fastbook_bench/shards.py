@@ -11,9 +11,9 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
-from .core import atomic_write, fingerprint, renamed
+from .core import atomic_file, atomic_write, fingerprint, renamed
 from .models import load_sentence_model, module_fingerprint, require_neural
-from .retriever import top_k
+from .retriever import DamagedScores, top_k
 __getattr__ = renamed(__name__, ['shard_file'])
 
 # %% auto #0
@@ -55,8 +55,10 @@ def _listing(folder:Path, settings:dict, shard_size:int) -> dict:
 
 # %% ../nbs/api/17_shards.ipynb #53e95b9f
 def _save(fn:Path, a:np.ndarray):
-    "Write array `a` to `fn` as .npy, atomically."
-    buf = io.BytesIO(); np.save(buf, a); atomic_write(fn, buf.getvalue())
+    "Write array `a` to `fn` as .npy, atomically, straight to the file (no copy of `a` in memory)."
+    def write(p):
+        with open(p, 'wb') as f: np.save(f, a)
+    atomic_file(fn, write)
 
 # %% ../nbs/api/17_shards.ipynb #00d439e5
 def _ragged(folder:Path, r:dict, texts:list[str], entry:dict, listing:dict) -> np.ndarray:
@@ -76,6 +78,7 @@ def _write_shard(folder:Path, vectors, texts:list[str], start:int, listing:dict)
     if isinstance(vectors, dict): v = _ragged(folder, vectors, texts, entry, listing)
     elif (v := np.asarray(vectors)).ndim != 2 or len(v) != len(texts):
         raise ValueError(f"encode gave shape {v.shape} for {len(texts)} texts")
+    if not np.isfinite(v).all(): raise ValueError(f"encode gave non-finite values for rows {start}..{stop - 1}")
     _save(folder/entry['file'], v if 'lengths' in entry else v.astype(SHARD_DTYPE))
     listing['shards'].append(dict(entry, dim=v.shape[1]))
     atomic_write(folder/LISTING, json.dumps(listing, indent=1))
@@ -180,7 +183,8 @@ def search_shards(folder:str|Path,    # a finished shard folder
     best, keep = [[] for _ in range(len(queries))], None if shards is None else set(shards)
     for i, (start, vecs) in enumerate(iter_shards(folder)):
         if keep is None or i in keep:
-            best = merge_top_k(best, shard_top_k(queries, vecs, k, start=start, block=block), k)
+            try: best = merge_top_k(best, shard_top_k(queries, vecs, k, start=start, block=block), k)
+            except DamagedScores as e: raise DamagedScores(f"{Path(vecs.filename).name}: {e}") from None
     return best
 
 # %% ../nbs/api/17_shards.ipynb #30ae3c4b

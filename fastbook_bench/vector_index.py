@@ -21,15 +21,15 @@ __getattr__ = renamed(__name__, ['faiss_report'])
 __all__ = ['SHARD_ROWS', 'FAISS_SAMPLE', 'staging_folder', 'VectorSearcher']
 
 # %% ../nbs/api/33_vector_index.ipynb #94cd0db4
-SHARD_ROWS = 16384 # passages per shard of a single_vector index
+SHARD_ROWS = 2048 # passages per shard of a single_vector index
 
 # %% ../nbs/api/33_vector_index.ipynb #859971d2
 def staging_folder(folder:Path,    # the folder an index is being built in
                    settings:dict,  # the encoder's settings (`sentence_encoder`)
                    first:list[str] # the texts of the first shard
                   ) -> Path:
-    "The hidden folder beside `folder` where the shards of this model and corpus are encoded before they move in."
-    return folder.parent/f".shards-{fingerprint(json.dumps(settings, sort_keys=True), str(SHARD_ROWS), first)[:16]}"
+    "The folder in the staging `folder` where the shards of this model and corpus are encoded, kept for a rerun."
+    return folder/f"vectors-{fingerprint(json.dumps(settings, sort_keys=True), str(SHARD_ROWS), first)[:16]}.partial"
 
 # %% ../nbs/api/33_vector_index.ipynb #76e70e09
 def _faiss_option(faiss:bool|str|None, encode) -> bool|str:
@@ -59,7 +59,7 @@ def _faiss_report(vectors:Path,         # a finished shard folder
     try: faiss_index(vectors, factory=factory, seed=seed)
     except RuntimeError as e:  # e.g. too few vectors to train it
         raise ValueError(f"faiss {factory!r} could not be built over {rows} vectors ({str(e).splitlines()[-1]}); "
-                         "the vectors are kept: build again with another factory") from None
+                         "the vectors are kept: build the same `out` again with another factory") from None
     queries = sample_vectors(vectors, FAISS_SAMPLE, seed=seed)
     recall = faiss_recall(vectors, queries, k=10, nprobe=nprobe)
     return dict(file='vectors/faiss.index', factory=factory, nprobe=nprobe, recall_at_10=recall, queries=len(queries))
@@ -103,4 +103,5 @@ class VectorSearcher:
 
 # %% ../nbs/api/33_vector_index.ipynb #73409a64
 INDEX_KINDS['single_vector'] = IndexKind('single_vector', _vectors_build, VectorSearcher, build_options=('faiss',),
-                                         search_options=('nprobe', 'exact'), engines=('local', 'ray'))
+                                         search_options=('nprobe', 'exact'), engines=('local', 'ray'),
+                                         files=('vectors/shards.json',))
