@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/31_index.ipynb #249aeb2c
 from __future__ import annotations
-import gzip, hashlib, json, sqlite3, sys
+import errno, gzip, hashlib, json, sqlite3, sys
 import importlib
 from array import array
 from dataclasses import dataclass
@@ -271,6 +271,7 @@ def _fts5_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     "Fill `folder/fts5.sqlite` from `texts`; the settings that decide its rankings."
     con = sqlite3.connect(folder/'fts5.sqlite')
     try: fts5_fill(con, texts); con.commit()
+    except sqlite3.OperationalError as e: raise OSError(errno.EIO, f"SQLite: {e}") from None  # a full disk, say
     finally: con.close()
     return dict(tokenizer='unicode61', query='terms OR-ed', sqlite=sqlite3.sqlite_version)
 
