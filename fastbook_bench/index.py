@@ -123,6 +123,8 @@ def read_manifest(folder:str|Path # an index folder
     try: m = json.loads(fn.read_text(encoding='utf-8'))
     except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"{fn}: not valid JSON ({e})") from None
     if not isinstance(m, dict) or m.get('complete') is not True: raise ValueError(f"{fn}: the index is incomplete")
+    if m.get('format') == INDEX_FORMAT and not (isinstance(m.get('method'), str) and isinstance(m.get('files'), dict)):
+        raise ValueError(f"{fn}: says no method or no files (an edited manifest?); rebuild it: {_rebuild(m, folder)}")
     if m.get('format') == 1: raise ValueError(f"{folder}: an index of an earlier version (format 1, its files not "
                                               f"recorded); rebuild it: {_rebuild(m, folder)}")
     if m.get('format') != INDEX_FORMAT:
