@@ -91,14 +91,6 @@ def step_search(a) -> dict:
     t = time.perf_counter(); run = idx.run(list(qs), list(qs.values()), k=10); s = time.perf_counter() - t
     out = dict(method=a.method, queries=len(qs), open_s=open_s, peak_rss_after_open_mb=open_mb, search_s=s,
                qps=len(qs) / s, peak_rss_mb=peak_mb(), **evaluate(qrels, run, ['recall@10', 'ndcg@10']))
-    if a.method == 'bm25':  # how many queries the MaxScore pruning served, and the median share of rows it scored
-        from fastbook_bench.fts import tokenize
-        sr, c = idx.searcher, []
-        for j, q in enumerate(qs.values()):  # after peak_rss_mb was read; their pages released as the search does
-            c.append(sr.candidates(sr.engine.get_tokens_ids(tokenize(q)), 10))
-            if j % 32 == 31: sr.release()
-        out.update(pruned_queries=sum(x is not None for x in c),
-                   median_candidate_share=float(np.median([len(x) / sr.n for x in c if x is not None] or [np.nan])))
     return out
 
 STEPS = {'corpus': step_corpus, 'build': step_build, 'search': step_search}

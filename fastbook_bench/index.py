@@ -41,6 +41,7 @@ class IndexKind:
     search_options:tuple=() # names of the keyword options its `open` takes (`open_index(**...)`)
     engines:tuple=('local',) # engines it runs on (`engines.ENGINES`); with more, build and open take engine=
     files:tuple=() # files that every index of the kind holds (checked against the manifest's method on open)
+    layout:int=1   # the version of its files' layout, recorded in the manifest; an index of another is refused
 
 # %% ../nbs/api/31_index.ipynb #88aba334
 INDEX_KINDS:dict[str, IndexKind] = {}  # method name -> IndexKind; modules add theirs
@@ -104,10 +105,14 @@ def _rebuild(m:dict, folder) -> str:
 def _check_folder(folder:Path, m:dict) -> dict:
     "`m` if unedited, and `folder` holds its method's files, each as built (size, first block); else an error."
     fn, again = folder/'manifest.json', f"rebuild it: {_rebuild(m, folder)}"
-    if miss := [f for f in _kind(m['method']).files if f not in m['files']]:
+    kind, unedited = _kind(m['method']), m.get('checksum') == _checksum(m)
+    if unedited and (v := m.get('layout', 1)) != kind.layout:
+        raise ValueError(f"{folder}: a {m['method']} index of another version (files of layout {v}; this version reads "
+                         f"layout {kind.layout}); {again}")
+    if miss := [f for f in kind.files if f not in m['files']]:
         raise ValueError(f"{fn}: says method {m['method']!r}, but a {m['method']} index holds {miss[0]} and this "
                          f"one does not (an edited manifest?); {again}")
-    if m.get('checksum') != _checksum(m):
+    if not unedited:
         raise ValueError(f"{fn}: edited since the build (its checksum differs); {again}")
     try: check_files(folder, m['files'])
     except ValueError as e: raise ValueError(f"{e}: the index is damaged; {again}") from None
@@ -199,8 +204,8 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
         settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng, **kind_options)
         n = ids.close()
         corp = dict(path=str(src.resolve()), fingerprint='sha256:' + file_sha256(src), documents=n)
-        m = dict(format=INDEX_FORMAT, method=method, settings=settings, corpus=corp, files=file_records(tmp),
-                 complete=True)
+        m = dict(format=INDEX_FORMAT, method=method, layout=kind.layout, settings=settings, corpus=corp,
+                 files=file_records(tmp), complete=True)
         atomic_write(tmp/'manifest.json', json.dumps(dict(m, checksum=_checksum(m)), indent=1, ensure_ascii=False))
     return staged_dir(out, build)
 
