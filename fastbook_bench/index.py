@@ -4,9 +4,10 @@
 
 # %% ../nbs/api/31_index.ipynb #249aeb2c
 from __future__ import annotations
-import errno, gzip, hashlib, json, sqlite3, sys
+import errno, gzip, hashlib, json, os, sqlite3, sys, threading
 import importlib
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -284,11 +285,17 @@ def _fts5_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
 
 # %% ../nbs/api/31_index.ipynb #f1226e2b
 class FTS5Searcher:
-    "Searches the `fts5.sqlite` of an index folder, read-only."
+    "Searches the `fts5.sqlite` of an index folder, read-only: many queries on every core, a connection a thread."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
-        self.con = sqlite3.connect(f"file:{Path(folder).resolve()/'fts5.sqlite'}?mode=ro", uri=True)
+        self.uri, self.local = f"file:{Path(folder).resolve()/'fts5.sqlite'}?mode=ro", threading.local()
+        self.con = self._con()
+    def _con(self) -> sqlite3.Connection:
+        if (c := getattr(self.local, 'con', None)) is None: c = self.local.con = sqlite3.connect(self.uri, uri=True)
+        return c
     def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
-        return [fts5_search(self.con, q, k) for q in queries]
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+        if cores == 1 or len(queries) < 64: return [fts5_search(self.con, q, k) for q in queries]
+        with ThreadPoolExecutor(cores) as ex: return list(ex.map(lambda q: fts5_search(self._con(), q, k), queries))
     def query_note(self, text:str) -> str|None: return long_query(text)
 
 # %% ../nbs/api/31_index.ipynb #c80c7064
