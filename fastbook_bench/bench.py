@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/26_bench.ipynb #aac94a10
 from __future__ import annotations
-import csv, io, json, tempfile, warnings
+import csv, gc, io, json, tempfile, warnings
 from pathlib import Path
 from typing import Sequence
 from .core import atomic_write, check_not_input, check_writable, positive_int, split_list, renamed
@@ -58,6 +58,7 @@ def _run_chunk_size(methods:list[Method], cs:int, questions:list[dict], alt:dict
         rows = score_retriever(r, corpus, questions, name=m.name, k=k, progress=o.progress)
         summary.append(_summary_row(rows, r.model, cs, k))
         per_q += [_question_row(row, r.model, cs, corpus) for row in rows]
+        del r; gc.collect()  # its model goes before the next method's loads: one model in memory at a time
     return summary, per_q
 
 # %% ../nbs/api/26_bench.ipynb #cbb8c06c
