@@ -51,10 +51,12 @@ def _encode(self, texts:list[str], prompt:str|None=None) -> np.ndarray:
 @patch_to(SingleVectorRetriever)
 def _embed_passages(self, cache:bool) -> np.ndarray:
     "The passages' embeddings, from the cache when this model encoded these passages the same way before."
+    build = lambda: {'emb': self._encode(self.passages, self.passage_prompt)}
+    if not cache: return build()['emb']  # no key: fingerprinting the weights would be wasted
     enc = self.encoder
     key = fingerprint('single_vector', module_fingerprint(enc), self.passage_prompt or '', str(self.batch_size),
                       str(enc.max_seq_length), self.passages)
-    return cached_arrays(key, lambda: {'emb': self._encode(self.passages, self.passage_prompt)}, cache)['emb']
+    return cached_arrays(key, build)['emb']
 
 # %% ../nbs/api/15_single_vector.ipynb #593aba04
 @patch_to(SingleVectorRetriever)
