@@ -4,9 +4,11 @@
 
 # %% ../nbs/api/09_metrics.ipynb #fbeedbc0
 from __future__ import annotations
-import bisect, math, numbers
+import bisect, math, numbers, struct
+from itertools import chain
 from typing import NamedTuple, Sequence
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 # %% auto #0
 __all__ = ['STANDARD_METRICS', 'DEFAULT_METRICS', 'trec_order', 'Relevant', 'relevant', 'precision_at', 'recall_at', 'mrr_at',
@@ -28,8 +30,8 @@ class Relevant(NamedTuple):
 # %% ../nbs/api/09_metrics.ipynb #4f023fb8
 def _rank(doc, score:float, scores:np.ndarray, docs:dict) -> int:
     "1 + the documents ranked before `doc`: higher scores, then equal scores with higher ids."
-    ahead, tied = int(np.count_nonzero(scores > score)), np.flatnonzero(scores == score)
-    if len(tied) > 1: ids = list(docs); ahead += sum(ids[i] > doc for i in tied)
+    ahead, tied = int(np.count_nonzero(scores > score)), np.count_nonzero(scores == score)
+    if tied > 1: ids = list(docs); ahead += sum(ids[i] > doc for i in np.flatnonzero(scores == score))
     return ahead + 1
 
 # %% ../nbs/api/09_metrics.ipynb #0c013795
@@ -118,17 +120,16 @@ def _scores(q, docs:dict) -> np.ndarray:
     return np.fromiter(docs.values(), np.float64, len(docs))
 
 # %% ../nbs/api/09_metrics.ipynb #ec796978
-def _check_nested(d, what:str) -> dict:
-    "Raise a TypeError unless `d` is `{query id: {doc id: value}}`; a run's scores as arrays `{query id: scores}`."
+def _check_nested(d, what:str):
+    "Raise a TypeError unless `d` is `{query id: {doc id: value}}`, and for qrels unless every value is an integer."
     if not isinstance(d, dict):
         raise TypeError(f"{what} must be a dict {{query id: {{doc id: value}}}}, got {type(d).__name__}")
     for q, v in d.items():
         if not isinstance(v, dict):
             raise TypeError(f"{what}[{q!r}] must be a dict {{doc id: value}}, got {type(v).__name__}")
-    if what == 'run': return {q: _scores(q, v) for q, v in d.items()}
+    if what == 'run' or set(map(type, chain.from_iterable(map(dict.values, d.values())))) <= {int}: return
     for q, v in d.items():
         for doc, x in v.items(): _check_value(what, q, doc, x)
-    return {}
 
 # %% ../nbs/api/09_metrics.ipynb #198dac7b
 def _metric_fns(metrics:str|Sequence[str]) -> dict:
@@ -138,16 +139,134 @@ def _metric_fns(metrics:str|Sequence[str]) -> dict:
     if not ms: raise ValueError("no metric given; use NAME@K, e.g. ndcg@10")
     return ms
 
+# %% ../nbs/api/09_metrics.ipynb #cd8a1654
+def _packed(docs:dict, packers:dict) -> bytes|None:
+    "`docs`' scores as doubles, packed by `struct` as `float()` converts numbers; None if one is not a number."
+    pack = packers.get(len(docs)) or packers.setdefault(len(docs), struct.Struct(f'{len(docs)}d').pack)
+    try: return pack(*docs.values())
+    except struct.error: return None
+
+# %% ../nbs/api/09_metrics.ipynb #b88d607d
+def _has_bool(runs:list[dict], flat:np.ndarray) -> bool:
+    "Whether a score of `runs`, packed one after another in `flat`, is a bool: only runs with a 0 or 1 are looked at."
+    if not (np.count_nonzero(flat == 0) or np.count_nonzero(flat == 1)): return False
+    ends = np.cumsum(np.fromiter(map(len, runs), np.int64, len(runs)))
+    at = np.unique(np.searchsorted(ends, np.flatnonzero((flat == 0) | (flat == 1)), 'right')).tolist()
+    return any(issubclass(t, (bool, np.bool_)) for j in at for t in set(map(type, runs[j].values())))
+
+# %% ../nbs/api/09_metrics.ipynb #8646366e
+def _counts(flat:np.ndarray, start:np.ndarray, length:np.ndarray, x:np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    "For each `x`, how many scores of `flat[start:start + length]` are higher, and how many equal."
+    gt, eq = np.empty(len(x), np.int64), np.empty(len(x), np.int64)
+    count = lambda b: b.view(np.uint8).sum(1, dtype=np.int32)   # bools as bytes, added in 32 bits: faster
+    for n in np.unique(length).tolist():
+        rows, at, step = sliding_window_view(flat, n), np.flatnonzero(length == n), max(1, 2**14 // n)
+        for h in (at[i:i + step] for i in range(0, len(at), step)):
+            s, v = rows[start[h]], x[h, None]
+            gt[h], eq[h] = count(s > v), count(s == v)
+    return gt, eq
+
+# %% ../nbs/api/09_metrics.ipynb #cafae3ac
+def _found_slow(qrels:dict, run:dict, at:dict, ignore_identical_ids:bool) -> list:
+    "`at[query], rank, label` of each relevant retrieved document, every run's scores checked by type first."
+    scores, found = {q: _scores(q, v) for q, v in run.items()}, []
+    for q, docs in run.items():
+        if (i := at.get(q)) is None: continue
+        own = {d: v for d, v in docs.items() if d != q} if ignore_identical_ids and q in docs else docs
+        rel = relevant(qrels[q], own, scores=scores[q] if own is docs else None)
+        for r, g in zip(rel.ranks, rel.gains): found += (i, r, g)
+    return found
+
+# %% ../nbs/api/09_metrics.ipynb #44190dbe
+def _block(qrels:dict, block:list, at:dict, ignore_identical_ids:bool, packers:dict, own:list) -> list|None:
+    "The same for the `(query, run)`s of `block`, in one pass over their scores; None when a score is bad."
+    parts, found = [], []
+    try:
+        for j, (q, docs) in enumerate(block):
+            b = _packed(docs, packers)
+            parts.append(_scores(q, docs).tobytes() if b is None else b)   # refused: checked by type
+            if (i := at.get(q)) is None: continue
+            if ignore_identical_ids and q in docs: own.append((i, q)); continue
+            for d, g in qrels[q].items():
+                if g >= 1 and (s := docs.get(d)) is not None: found += (i, j, float(s), g, d)
+    except Exception: return None
+    runs, flat = [docs for _, docs in block], np.frombuffer(b''.join(parts))
+    if not np.isfinite(flat).all() or _has_bool(runs, flat): return None
+    lens = np.fromiter(map(len, runs), np.int64, len(runs))
+    starts, j, x = np.cumsum(lens) - lens, found[1::5], found[2::5]
+    gt, eq = _counts(flat, starts[j], lens[j], np.array(x, np.float64))
+    out = []
+    for i, jk, xk, g, d, r, e in zip(found[0::5], j, x, found[3::5], found[4::5], gt.tolist(), eq.tolist()):
+        out += (i, r + 1 if e == 1 else _rank(d, xk, flat[starts[jk]:starts[jk] + lens[jk]], runs[jk]), g)
+    return out
+
+# %% ../nbs/api/09_metrics.ipynb #6bb3ccf6
+def _found(qrels:dict, run:dict, at:dict, ignore_identical_ids:bool) -> list|None:
+    "`at[query], rank, label` of each relevant retrieved document, block by block; None on a bad score."
+    items, found, own, packers, a, size = list(run.items()), [], [], {}, 0, 0
+    for b, (_, docs) in enumerate(items, 1):
+        if (size := size + len(docs)) < 2**15 and b < len(items): continue   # a block: some 2**15 scores
+        if (got := _block(qrels, items[a:b], at, ignore_identical_ids, packers, own)) is None: return None
+        found += got; a, size = b, 0
+    return found + _found_slow(qrels, {q: run[q] for _, q in own}, {q: i for i, q in own}, True)
+
+# %% ../nbs/api/09_metrics.ipynb #b41dde8c
+def _in_order_sums(values:np.ndarray, query:np.ndarray, pos:np.ndarray, n:int) -> np.ndarray:
+    "Each of `n` queries' sum of its `values`, added one at a time in the order of `pos`, as `sum` adds them."
+    out, order = np.zeros(n), np.argsort(pos, kind='stable')
+    bounds = np.searchsorted(pos[order], np.arange(pos.max(initial=-1) + 2)).tolist()
+    for a, b in zip(bounds[:-1], bounds[1:]): out[query[order[a:b]]] += values[order[a:b]]
+    return out
+
+# %% ../nbs/api/09_metrics.ipynb #60770710
+def _by_query(query:np.ndarray, key:np.ndarray, n:int) -> tuple[np.ndarray, np.ndarray]:
+    "The order that sorts items by query then `key`, and each item's position within its query in that order."
+    order, counts = np.lexsort((key, query)), np.bincount(query, minlength=n)
+    return order, np.arange(len(query)) - np.repeat(np.cumsum(counts) - counts, counts)
+
+# %% ../nbs/api/09_metrics.ipynb #3f49f485
+def _log2_1p(ranks:np.ndarray) -> np.ndarray: return np.array([math.log2(r + 1) for r in ranks.tolist()])
+
+def _ratio(a:np.ndarray, b:np.ndarray) -> np.ndarray:
+    "a / b, and 0 where b is 0, as the functions above."
+    return np.divide(a, b, out=np.zeros(len(a)), where=b > 0)
+
+# %% ../nbs/api/09_metrics.ipynb #12687529
+def _columns(hits:list, labels:list[list[int]], ms:dict) -> dict:
+    "`{metric: [value per query]}` from `query, rank, label, ...` and each query's labels >= 1, bit for bit."
+    n_q, h = len(labels), np.array(hits, np.int64).reshape(-1, 3)
+    order, pos = _by_query(h[:, 0], h[:, 1], n_q)
+    q, rank, gain = h[order, 0], h[order, 1], h[order, 2]
+    R = np.fromiter(map(len, labels), np.int64, n_q)
+    iq, ig = np.repeat(np.arange(n_q), R), np.fromiter(chain.from_iterable(labels), np.int64, int(R.sum()))
+    iorder, ipos = _by_query(iq, -ig, n_q)
+    iq, ig, cols = iq[iorder], ig[iorder], {}
+    for name, (f, k) in ms.items():
+        top, itop = rank <= k, ipos < k
+        n = np.bincount(q[top], minlength=n_q)
+        if f is precision_at: v = n / k
+        elif f is recall_at: v = _ratio(n, R)
+        elif f is hit_at: v = (n > 0).astype(np.float64)
+        elif f is mrr_at: v, first = np.zeros(n_q), top & (pos == 0); v[q[first]] = 1 / rank[first]
+        elif f is map_at: v = _ratio(_in_order_sums((pos[top] + 1) / rank[top], q[top], pos[top], n_q), R)
+        elif f is ndcg_at:
+            dcg = _in_order_sums(gain[top] / _log2_1p(rank[top]), q[top], pos[top], n_q)
+            v = _ratio(dcg, _in_order_sums(ig[itop] / _log2_1p(ipos[itop] + 1), iq[itop], ipos[itop], n_q))
+        else:
+            cuts = np.cumsum(np.bincount(q, minlength=n_q))[:-1]
+            v = [f(Relevant(r.tolist(), g.tolist(), sorted(l, reverse=True)), k)
+                 for r, g, l in zip(np.split(rank, cuts), np.split(gain, cuts), labels)]
+        cols[name] = np.asarray(v, np.float64).tolist()
+    return cols
+
 # %% ../nbs/api/09_metrics.ipynb #09867e69
-def _per_query(qrels:dict, run:dict, scores:dict, ms:dict, ignore_identical_ids:bool, complete:bool) -> dict:
-    "`{query id: {metric: value}}` for the judged queries of `run` (of the qrels when `complete`)."
-    per = {}
-    for q in [q for q, rels in qrels.items() if rels and (complete or q in run)]:
-        docs, s = run.get(q, {}), scores.get(q)
-        if ignore_identical_ids and q in docs: docs, s = {d: v for d, v in docs.items() if d != q}, None
-        found = relevant(qrels[q], docs, scores=s)
-        per[q] = {name: f(found, k) for name, (f, k) in ms.items()}
-    return per
+def _per_query(qrels:dict, run:dict, ms:dict, ignore_identical_ids:bool, complete:bool) -> tuple[list, dict]:
+    "The judged queries of `run` (of the qrels when `complete`), and `{metric: [value per query]}`."
+    queries = [q for q, rels in qrels.items() if rels and (complete or q in run)]
+    at = {q: i for i, q in enumerate(queries)}
+    hits = _found(qrels, run, at, ignore_identical_ids)
+    if hits is None: hits = _found_slow(qrels, run, at, ignore_identical_ids)
+    return queries, _columns(hits, [[g for g in qrels[q].values() if g >= 1] for q in queries], ms)
 
 # %% ../nbs/api/09_metrics.ipynb #e11050d3
 def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded relevance}}
@@ -160,9 +279,9 @@ def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded 
             ) -> dict:
     "The standard metrics of `run` as trec_eval computes them: `{metric: mean}`, or per query."
     ms = _metric_fns(metrics)
-    _check_nested(qrels, 'qrels'); scores = _check_nested(run, 'run')
-    per = _per_query(qrels, run, scores, ms, ignore_identical_ids, complete)
-    if per_query: return per
-    if not per:
+    _check_nested(qrels, 'qrels'); _check_nested(run, 'run')
+    queries, cols = _per_query(qrels, run, ms, ignore_identical_ids, complete)
+    if per_query: return {q: dict(zip(cols, vals)) for q, vals in zip(queries, zip(*cols.values()))}
+    if not queries:
         raise ValueError(f"No query is in both the qrels ({len(qrels)} queries) and the run ({len(run)} queries)")
-    return {name: sum(v[name] for v in per.values()) / len(per) for name in ms}
+    return {name: sum(v) / len(queries) for name, v in cols.items()}
