@@ -44,7 +44,10 @@ def _init_within(timeout:float, address:str|None, **kwargs):
     "`ray.init(address=address, ...)`, given up after `timeout` seconds when joining a cluster (from the main thread)."
     fired, done = threading.Event(), threading.Event()
     def give_up():
-        if not done.is_set(): fired.set(); os.kill(os.getpid(), signal.SIGINT)  # ray.init has no timeout of its own
+        if done.is_set(): return
+        fired.set()  # ray.init has no timeout of its own: interrupt the main thread, not any thread of the process
+        if hasattr(signal, 'pthread_kill'): signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        else: os.kill(os.getpid(), signal.SIGINT)
     timer = threading.Timer(timeout, give_up)
     if address is not None and threading.current_thread() is threading.main_thread(): timer.start()
     try: ray.init(address=address, **kwargs); done.set()
