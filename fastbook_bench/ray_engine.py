@@ -49,13 +49,16 @@ def _init_within(timeout:float, address:str|None, **kwargs):
         if hasattr(signal, 'pthread_kill'): signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         else: os.kill(os.getpid(), signal.SIGINT)
     timer = threading.Timer(timeout, give_up)
-    if address is not None and threading.current_thread() is threading.main_thread(): timer.start()
+    armed = address is not None and threading.current_thread() is threading.main_thread()
+    if armed: prev = signal.signal(signal.SIGINT, signal.default_int_handler); timer.start()  # whatever handler was set
     try: ray.init(address=address, **kwargs); done.set()
     except KeyboardInterrupt:
         if not fired.is_set(): raise  # a real Ctrl-C
         raise ConnectionError(f"no Ray cluster answered at {address} within {timeout:g} s; start one (`ray start`) "
                               "or give the address of a running one") from None
-    finally: done.set(); timer.cancel()
+    finally:
+        done.set(); timer.cancel()
+        if armed: signal.signal(signal.SIGINT, prev)
 
 # %% ../nbs/api/37_ray.ipynb #e178275d
 def _start_ray(address:str|None=None, # a running cluster ('auto', 'ray://head:10001'); None: start a local one
