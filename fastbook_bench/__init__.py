@@ -10,21 +10,28 @@ __all__ = ['load_benchmark', 'build_corpus', 'Table', 'Retriever', 'show_ranking
            'evaluate_chunkers']
 
 # %% ../nbs/api/38_api.ipynb #5df715f0
-from .data import load_benchmark
-from .chunking import build_corpus
-from .table import Table
-from .retriever import Retriever, show_ranking
-from .methods import METHODS, BuildOptions, get_retriever
-from .scoring import gold_passages, score_retriever
-from .stats import compare, summary_table, holm
-from .bench import run_benchmark
-from .datasets import load_dataset
-from .runs import to_run
-from .metrics import evaluate
-from .fusion import fuse
-from .index import build_index, open_index, search_index
-from .spans import read_collection
-from .chunk_eval import evaluate_chunkers
+import importlib
+
+# %% ../nbs/api/38_api.ipynb #d2d8a9d9
+_FROM = {'fastbook_bench.data': ('load_benchmark',), 'fastbook_bench.chunking': ('build_corpus',),
+         'fastbook_bench.table': ('Table',), 'fastbook_bench.retriever': ('Retriever', 'show_ranking'),
+         'fastbook_bench.methods': ('METHODS', 'BuildOptions', 'get_retriever'),
+         'fastbook_bench.scoring': ('gold_passages', 'score_retriever'),
+         'fastbook_bench.stats': ('compare', 'summary_table', 'holm'), 'fastbook_bench.bench': ('run_benchmark',),
+         'fastbook_bench.datasets': ('load_dataset',), 'fastbook_bench.runs': ('to_run',),
+         'fastbook_bench.metrics': ('evaluate',), 'fastbook_bench.fusion': ('fuse',),
+         'fastbook_bench.index': ('build_index', 'open_index', 'search_index'),
+         'fastbook_bench.spans': ('read_collection',), 'fastbook_bench.chunk_eval': ('evaluate_chunkers',)}
+_MODULE = {name: m for m, names in _FROM.items() for name in names}  # each name of the package -> its module
+
+# %% ../nbs/api/38_api.ipynb #566dac52
+def __getattr__(name:str):
+    "`fastbook_bench.NAME`: imported from its module when first asked for (PEP 562), then kept."
+    if name not in _MODULE: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value = getattr(importlib.import_module(_MODULE[name]), name)
+    return value
+
+def __dir__(): return sorted({*globals(), *_MODULE})
 
 # %% ../nbs/api/38_api.ipynb #53b74fc5
 _all_ = ['load_benchmark', 'build_corpus', 'Table', 'Retriever', 'show_ranking', 'METHODS', 'BuildOptions',

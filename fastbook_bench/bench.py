@@ -10,16 +10,13 @@ from typing import Sequence
 from .core import atomic_write, check_not_input, check_writable, positive_int, split_list, renamed
 from .chunking import build_corpus, chunk_overlap, chunk_sizes
 from .data import data_dir, load_benchmark, load_keywords
-from .datasets import FormatError, dataset_files, iter_lines, read_corpus, read_qrels, read_queries
 from .methods import BuildOptions, Method, get_retriever, parse_methods
 from .metrics import DEFAULT_METRICS, STANDARD_METRICS, evaluate, parse_metric
-from .plots import save_plots
 from .retriever import search_batched
-from .runs import (check_run_out, read_poleval, read_run, run_queries, save_run, to_run, write_poleval,
-                                 write_run)
 from .scoring import keyword_queries, normalize_all, question_queries, score_retriever
 from .stats import summary_table
 from .table import Table, Tables
+# `datasets` and `runs` (collections and run files) and `plots` are imported where used: `run_benchmark` needs none
 __getattr__ = renamed(__name__, ['write_results'])
 
 # %% auto #0
@@ -93,7 +90,9 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
         summary, per_q = summary + s, per_q + p
     if out is not None and summary:
         _write_results(out, summary, per_q)
-        if plots: save_plots(out, summary, per_q, k)
+        if plots:
+            from fastbook_bench.plots import save_plots
+            save_plots(out, summary, per_q, k)
     return Table(summary), per_q
 
 # %% ../nbs/api/26_bench.ipynb #e65ee668
@@ -177,6 +176,7 @@ def evaluate_files(qrels:str|Path,        # judgements: BEIR qrels/<split>.tsv, 
                    duplicates:str='error' # an id twice on a submission's line: 'error' or 'first' (as PolEval 2022)
                   ) -> dict:
     "The standard metrics of a run file, as trec_eval computes them (see `score_run`)."
+    from fastbook_bench.datasets import read_qrels
     names, judged = _metric_names(metrics), read_qrels(qrels)
     r = _read_run(run, queries, duplicates)
     return score_run(judged, r, names, complete=complete, ignore_identical_ids=ignore_identical_ids)
@@ -184,6 +184,8 @@ def evaluate_files(qrels:str|Path,        # judgements: BEIR qrels/<split>.tsv, 
 # %% ../nbs/api/26_bench.ipynb #5f83b948
 def _read_run(run, queries, duplicates:str='error') -> dict:
     "A TREC run, or a PolEval submission when `queries` names its questions file (with a hint when it lacks them)."
+    from fastbook_bench.datasets import FormatError, iter_lines, read_queries
+    from fastbook_bench.runs import read_poleval, read_run
     if queries: return read_poleval(run, list(read_queries(queries)), duplicates=duplicates)
     try: return read_run(run)
     except FormatError as e:
@@ -194,6 +196,7 @@ def _read_run(run, queries, duplicates:str='error') -> dict:
 # %% ../nbs/api/26_bench.ipynb #c439de3e
 def _search_files(corpus, queries, qrels, split:str):
     "The corpus, queries and judgements files to search with (a dataset folder's, unless named)."
+    from fastbook_bench.datasets import dataset_files
     if Path(corpus).is_dir():
         _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False, queries=queries is None)
         if not (qrels or j_file) and (corpus.parent/'qrels').is_dir():
@@ -205,6 +208,7 @@ def _search_files(corpus, queries, qrels, split:str):
 # %% ../nbs/api/26_bench.ipynb #4677ee97
 def _read_collection(corpus, queries, qrels) -> tuple[dict, dict, dict|None]:
     "Documents, queries and judgements (None without a file), each checked."
+    from fastbook_bench.datasets import read_corpus, read_qrels, read_queries
     docs, qs = read_corpus(corpus), read_queries(queries)
     for f, d in ((corpus, docs), (queries, qs)):
         if not d: raise ValueError(f"{f}: no records")
@@ -213,6 +217,7 @@ def _read_collection(corpus, queries, qrels) -> tuple[dict, dict, dict|None]:
 # %% ../nbs/api/26_bench.ipynb #a52ae514
 def _search(method:str, docs:dict, qs:dict, k:int, o:BuildOptions):
     "The retriever of `method` over `docs`, and its run for the queries `qs`."
+    from fastbook_bench.runs import run_queries, to_run
     retriever = get_retriever(method, list(docs.values()), o)
     def search(ids, texts): return to_run(ids, list(docs), search_batched(retriever, texts, k, progress=o.progress,
                                                                           desc=method))
@@ -231,6 +236,7 @@ def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEv
                    options:BuildOptions|None=None # models, cache, progress (default: bm25s)
                   ) -> dict:
     "Search a collection with one method and write a TREC run or a PolEval submission; score it when judged."
+    from fastbook_bench.runs import check_run_out, save_run
     parse_methods([method]); check_run_out(out, format, k)
     files = _search_files(corpus, queries, qrels, split)
     check_not_input(out, files)  # before anything is read or written

@@ -9,14 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from fastcore.meta import delegates
 from . import __version__
-from .bench import evaluate_files, metrics_tables, missing_note, run_benchmark, search_dataset
-from .ceiling import ceiling_summary
-from .chunk_eval import evaluate_chunkers
-from .eval_set import build_eval_set, eval_set_report
-from .index import build_index, search_index, verify_index
 from .core import split_list
 from .flags import call_with_groups, command_flags, flag_parser, params, spell_flags, usage
-from .judge import LLMError, make_judge
 from .methods import BuildOptions
 
 # %% auto #0
@@ -52,6 +46,7 @@ def run(*,
         plots:bool=False,     # also save PNG plots in --out
         options:BuildOptions=None):
     "Run fastbook-benchmark: chunk the chapters, search each question in its chapter, score, print and save."
+    from fastbook_bench.bench import run_benchmark
     t0 = time.perf_counter()
     summary, _ = run_benchmark(methods, chunk_size=chunk_size, k=k, data=data, out=out, plots=plots,
                                options=options or _options())
@@ -64,6 +59,7 @@ def ceiling(*,
             k:int=10,             # cutoff
             data:str=None):       # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)
     "Print the best MRR@k and Recall@k any retriever could reach on the chunks of each size."
+    from fastbook_bench.ceiling import ceiling_summary
     print(ceiling_summary(chunk_size, k=k, data=data))
 
 # %% ../nbs/api/36_cli.ipynb #47684f98
@@ -88,6 +84,7 @@ def _search_corpus(*,
                    split:str='test',  # which judgements of a BEIR folder
                    **kwargs) -> dict:
     "`search --corpus`: one method over a collection read whole (`search_dataset`)."
+    from fastbook_bench.bench import search_dataset
     a = _run_file(**kwargs)
     a['options'] = dataclasses.replace(a['options'], bm25_backend='bm25s')  # same scores, faster on large corpora
     return search_dataset(corpus, method=method, split=split, **a)
@@ -106,6 +103,7 @@ def _search_index(*,
                   **kwargs) -> dict:
     "`search --index`: an index built by `index` (`search_index`), with its kind's options."
     if kwargs.get('queries') is None: raise ValueError("--queries is required with --index")
+    from fastbook_bench.index import search_index
     kind = _given(window=window, weights=weights, nprobe=nprobe, exact=exact)
     return search_index(index, method=method, engine=engine, ray_address=ray_address, **_run_file(**kwargs), **kind)
 
@@ -115,7 +113,9 @@ def _report_search(r:dict, method:str|None, out:str, secs:float):
     method = r.get('method', method or 'bm25')
     print(f"Searched {r['n_queries']} queries over {r['n_documents']} documents with {method} "
           f"in {secs:.2f} s; wrote {out}")
-    if r['scored'] is not None: print(metrics_tables(r['scored']))
+    if r['scored'] is not None:
+        from fastbook_bench.bench import metrics_tables
+        print(metrics_tables(r['scored']))
 
 # %% ../nbs/api/36_cli.ipynb #fa64547a
 def search(*, options:BuildOptions=None, **given):
@@ -140,6 +140,7 @@ def index(*,
           options:BuildOptions=None):
     "Build a persistent index of a corpus, to search with `search --index`."
     if corpus is None or out is None: raise ValueError("--corpus and --out are required")
+    from fastbook_bench.index import build_index
     t0, o = time.perf_counter(), options or _options()
     kind = _given(window=window, weights=weights, faiss=True if faiss == 'default' else faiss)
     folder = build_index(corpus, out, method=method, options=o, progress=o.progress, engine=engine,
@@ -155,6 +156,7 @@ def index(*,
 def verify(*, index:str=None): # an index folder (`fastbook-bench index`)
     "Check every file of an index against the sizes and checksums its manifest recorded."
     if index is None: raise ValueError("--index is required")
+    from fastbook_bench.index import verify_index
     r = verify_index(index)
     print(f"{index}: a {r['method']} index of {r['files']} files, {r['bytes']} bytes, each as built")
 
@@ -170,6 +172,7 @@ def eval_cmd(*,
              duplicates:str='error'): # an id twice on a submission's line: error, or first (as PolEval 2022 scores)
     "Print the standard metrics of a run, as trec_eval computes them."
     if not (qrels and run): raise ValueError("--qrels and --run are required")
+    from fastbook_bench.bench import evaluate_files, metrics_tables, missing_note
     s = evaluate_files(qrels, run, metrics=metrics, queries=queries, complete=complete,
                        ignore_identical_ids=ignore_identical_ids, duplicates=duplicates)
     if note := missing_note(s): warnings.warn(note)
@@ -214,6 +217,8 @@ def build_eval_set_cmd(*,
     options:BuildOptions=None):
     "Label an evaluation set: retrievers propose (query, document) pairs, an LLM grades them, grades 3-4 are kept."
     if not queries or not corpus: raise ValueError("--queries and --corpus are required")
+    from fastbook_bench.eval_set import build_eval_set, eval_set_report
+    from fastbook_bench.judge import make_judge
     j = make_judge(**(judge_options or _judge()), dry_run=dry_run)
     with _resumable(out):
         s = build_eval_set(queries, corpus, split_list(models, 'models'), j, out, k=topk, threshold=threshold,
@@ -233,6 +238,7 @@ def chunking(*,
              plots:bool=False,       # also save PNG plots of each metric against the budget in --out
              options:BuildOptions=None):
     "Compare chunkers at token budgets: span metrics, 95 % intervals, Holm-adjusted paired tests."
+    from fastbook_bench.chunk_eval import evaluate_chunkers
     t0 = time.perf_counter()
     res = evaluate_chunkers(collection, chunkers=chunkers, chunk_size=chunk_size, methods=methods, budgets=budget,
                             data=data, out=out, plots=plots, options=options or _options())
@@ -264,6 +270,14 @@ def _spell(message:str, cmd:str) -> str:
     flags = [n for part in command_flags(COMMANDS[cmd], GROUPS).values() for n in part]
     return spell_flags(message, flags, _FLAG_NAMES.get(cmd, {}))
 
+# %% ../nbs/api/36_cli.ipynb #1cf45388
+def _user_errors() -> tuple[type, ...]:
+    "The errors a user can cause, each one line: a bad value or file, a missing extra, an LLM that fails."
+    # OSError: missing or unreadable files, folders for files; ImportError: a method without the extra it needs;
+    # LLMError once `build-eval-set` has loaded the judge, which alone raises it (`run` need not load it)
+    judge = sys.modules.get('fastbook_bench.judge')
+    return (ValueError, TypeError, OSError, ImportError) + ((judge.LLMError,) if judge else ())
+
 # %% ../nbs/api/36_cli.ipynb #30107239
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         ):
@@ -282,8 +296,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
             try: call_with_groups(f, args, GROUPS)
             finally:
                 for w in ws: print(f"note: {_spell(str(w.message), argv[0])}", file=sys.stderr)
-    # OSError: missing or unreadable files, folders for files; ImportError: a method without the extra it needs
-    except (ValueError, TypeError, OSError, ImportError, LLMError) as e:
+    except _user_errors() as e:
         print(f"fastbook-bench {argv[0]}: error: {_spell(str(e), argv[0])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/03_data.ipynb #5cf9a519
 from __future__ import annotations
-import csv, hashlib, json, os, urllib.error, urllib.request
+import csv, hashlib, json, os
 from pathlib import Path
 from .core import atomic_write, cache_dir
 
@@ -57,6 +57,7 @@ def fetch(url:str,            # where to download from (http(s):// or file://)
           timeout:float=30    # seconds before giving up on the connection
          ) -> Path:
     "Download `url` to `dest` atomically, refusing content whose sha256 differs from `sha256`."
+    import urllib.error, urllib.request  # here, not above: only a download needs them (and their http, email, ssl)
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r: data = r.read()
     except (urllib.error.URLError, OSError, ValueError) as e:

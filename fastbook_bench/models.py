@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/14_models.ipynb #cad74ec0
 from __future__ import annotations
-import contextlib, importlib.util, os, threading, urllib.error, urllib.request
+import contextlib, importlib.util, os, threading
 from pathlib import Path
 from .core import fingerprint, say_once, renamed
 __getattr__ = renamed(__name__, ['hub_endpoint', 'probe_hub', 'hub_unreachable'])
@@ -69,6 +69,7 @@ def _probe_hub(endpoint:str,         # the hub's address, e.g. https://huggingfa
               *, timeout:float=3.0  # seconds to wait for an answer
              ) -> bool:
     "Whether `endpoint` answers an HTTP `HEAD` request within `timeout` seconds (an error status is an answer)."
+    import urllib.error, urllib.request  # here, not above: only a probe needs them (and their http, email, ssl)
     answer, done = [False], threading.Event()
     def ask():
         try: urllib.request.urlopen(urllib.request.Request(endpoint, method='HEAD'), timeout=timeout).close()
