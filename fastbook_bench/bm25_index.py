@@ -17,7 +17,7 @@ from .methods import BuildOptions
 from .retriever import DamagedScores, top_k
 
 # %% auto #0
-__all__ = ['BM25_PARAMS', 'BLOCK', 'BM25Searcher']
+__all__ = ['BM25_PARAMS', 'BLOCK', 'PRIME', 'DENSE', 'WINDOW', 'BM25Searcher']
 
 # %% ../nbs/api/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
@@ -226,12 +226,17 @@ def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, n
     ub = tmax[u] * mult; order = np.argsort(ub); pre = np.cumsum(ub[order])  # bounds of the `i` least words
     pos, end, b0 = indptr[u].copy(), indptr[u + 1].copy(), bptr[u].copy(); blk, st = b0.copy(), pos.copy()
     hs, hr = np.empty(k), np.empty(k, np.int64); h, e, theta, win, big = 0, 0, -np.inf, -1, np.iinfo(np.int64).max
+    many = (end - pos).sum() >= PRIME * len(norm)  # a floor for theta first (see "Queries of frequent words")
+    th = fl = _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) if many else -np.inf
+    while e < m and pre[e] * (1 + 1e-9) <= th: e += 1
+    if fl > -np.inf and (end - pos)[order[e:]].sum() >= DENSE * len(norm):  # most passages hold an essential word
+        return _windows(u, tj, mult, k, fl, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm, out_r, out_s)
     while e < m:  # words order[e:] are essential
         d = big
         for i in range(e, m):
             if pos[order[i]] < end[order[i]]: d = min(d, rows[pos[order[i]]])
         if d == big: break
-        if h == k and d > win:  # can the essential words' current blocks reach theta up to the first block's end?
+        if th > -np.inf and d > win:  # can the essential words' current blocks reach th up to the first block's end?
             win, bound = big, pre[e - 1] if e else 0.0
             for i in range(e, m):
                 q = order[i]
@@ -239,7 +244,7 @@ def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, n
             for i in range(e, m):
                 q = order[i]
                 if pos[q] < end[q] and rows[pos[q]] <= win: bound += bmax[b0[q] + (pos[q] - st[q]) // BLOCK] * mult[q]
-            if bound * (1 + 1e-9) <= theta:  # no: skip every essential column past the window
+            if bound * (1 + 1e-9) <= th:  # no: skip every essential column past the window
                 for i in range(e, m):
                     q = order[i]
                     while pos[q] < end[q] and rows[pos[q]] <= win:
@@ -253,12 +258,12 @@ def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, n
                 c[q] = _okapi(tfs[pos[q]], norm[d], idf[u[q]], scale[u[q]]); s += c[q] * mult[q]; pos[q] += 1
         for i in range(e - 1, -1, -1):  # the non-essential words, the best first, while they can still matter
             q = order[i]; c[q] = 0.0
-            if (s + pre[i]) * (1 + 1e-9) <= theta: ok = False; break
+            if (s + pre[i]) * (1 + 1e-9) <= th: ok = False; break
             b, be = blk[q], bptr[u[q] + 1]
             while b < be and blast[b] < d: b += 1
             blk[q] = b
             if b == be: pos[q] = end[q]; continue
-            if (s + bmax[b] * mult[q] + (pre[i - 1] if i else 0.0)) * (1 + 1e-9) <= theta: ok = False; break
+            if (s + bmax[b] * mult[q] + (pre[i - 1] if i else 0.0)) * (1 + 1e-9) <= th: ok = False; break
             p = max(pos[q], st[q] + (b - b0[q]) * BLOCK)
             while rows[p] < d: p += 1
             pos[q] = p
@@ -273,8 +278,8 @@ def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, n
             for i in range(k // 2 - 1, -1, -1): _sift(hs, hr, i, k)
         elif x > theta: hs[0], hr[0] = x, d; _sift(hs, hr, 0, k)
         else: continue
-        theta = hs[0]
-        while e < m and pre[e] * (1 + 1e-9) <= theta: e += 1
+        theta = hs[0]; th = max(theta, fl)
+        while e < m and pre[e] * (1 + 1e-9) <= th: e += 1
     return _finish(hs, hr, h, k, len(norm), out_r, out_s)
 
 # %% ../nbs/api/32_bm25_index.ipynb #5bebe74f
@@ -319,3 +324,71 @@ def search(self, queries:list[str], k:int, batch:int=4096) -> list[list[tuple[in
 # %% ../nbs/api/32_bm25_index.ipynb #85016d9a
 INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, files=('postings.rows.npy', 'blocks.max.npy'),
                                 layout=2)  # 1: bm25s's score matrix (before 0.1.0's block-max postings)
+
+# %% ../nbs/api/32_bm25_index.ipynb #8e84df3c
+PRIME, DENSE = 0.5, 0.5  # entries a passage in a query's columns (all; essential) from which a floor (windows) pays
+WINDOW = 4096  # passages a window
+
+# %% ../nbs/api/32_bm25_index.ipynb #01ef8ca0
+@nb.njit(cache=True, nogil=True, inline='always')
+def _at(rows, indptr, bptr, t:int, b:int, r:int) -> int:
+    "The first entry of word `t`'s column at or after row `r`, looked for in its block `b` (the column's end past it)."
+    if b >= bptr[t + 1]: return indptr[t + 1]
+    p0 = indptr[t] + (b - bptr[t]) * BLOCK; p1 = min(indptr[t + 1], p0 + BLOCK)
+    return p0 + np.searchsorted(rows[p0:p1], r)
+
+# %% ../nbs/api/32_bm25_index.ipynb #42439bc4
+@nb.njit(cache=True, nogil=True)
+def _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) -> float:
+    "At most the `k`-th best score: the `k`-th exact score of the passages of each word's best block (-inf: none)."
+    m = len(u); cand = np.empty(m * BLOCK, np.int64); n = 0
+    for t in u:
+        p0 = indptr[t] + np.argmax(bmax[bptr[t]:bptr[t + 1]]) * BLOCK; p1 = min(indptr[t + 1], p0 + BLOCK)
+        cand[n:n + p1 - p0] = rows[p0:p1]; n += p1 - p0
+    cand = np.unique(cand[:n]); c, xs = np.zeros(m), np.empty(len(cand))
+    if len(cand) < k: return -np.inf
+    for i, d in enumerate(cand):
+        for q, t in enumerate(u):
+            p = _at(rows, indptr, bptr, t, bptr[t] + np.searchsorted(blast[bptr[t]:bptr[t + 1]], d), d)
+            c[q] = _okapi(tfs[p], norm[d], idf[t], scale[t]) if p < indptr[t + 1] and rows[p] == d else 0.0
+        x = 0.0
+        for j in tj: x += c[j]  # added in the query's order
+        xs[i] = x
+    f = np.partition(xs, len(xs) - k)[len(xs) - k]
+    return f if np.isfinite(f) and f > 0 else -np.inf
+
+# %% ../nbs/api/32_bm25_index.ipynb #b57139ab
+@nb.njit(cache=True, nogil=True)
+def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm, out_r, out_s) -> int:
+    "`_maxscore`'s top `k`, scoring `WINDOW` passages at a time word by word; a window whose blocks stay below `th` skipped."
+    m, n = len(u), len(norm); acc, hs, hr = np.zeros(WINDOW), np.empty(k), np.empty(k, np.int64); h, theta = 0, 0.0
+    blk, nxt, p0, p1 = bptr[u].copy(), bptr[u].copy(), np.zeros(m, np.int64), np.zeros(m, np.int64)
+    for w0 in range(0, n, WINDOW):
+        w1, bound = min(n, w0 + WINDOW), 0.0
+        for q in range(m):  # each word's blocks overlapping the window: their best score
+            b, be, best = blk[q], bptr[u[q] + 1], 0.0
+            while b < be and blast[b] < w0: b += 1
+            blk[q] = b
+            while b < be:
+                best = max(best, bmax[b])
+                if blast[b] >= w1: break
+                b += 1
+            nxt[q] = b; bound += best * mult[q]
+        if bound * (1 + 1e-9) <= th: continue
+        for q in range(m):  # each word's entries in the window
+            p0[q], p1[q] = _at(rows, indptr, bptr, u[q], blk[q], w0), _at(rows, indptr, bptr, u[q], nxt[q], w1)
+        for j in tj:
+            it, sc = idf[u[j]], scale[u[j]]
+            for p in range(p0[j], p1[j]): acc[rows[p] - w0] += _okapi(tfs[p], norm[rows[p]], it, sc)
+        for i in range(w1 - w0):
+            x = acc[i]
+            if x <= theta: continue  # theta is 0 until the heap is full; a NaN goes on
+            if not np.isfinite(x): return -2
+            if h < k:
+                hs[h], hr[h] = x, w0 + i; h += 1
+                if h < k: continue
+                for z in range(k // 2 - 1, -1, -1): _sift(hs, hr, z, k)
+            else: hs[0], hr[0] = x, w0 + i; _sift(hs, hr, 0, k)
+            theta = hs[0]; th = max(th, theta)
+        acc[:w1 - w0] = 0.0
+    return _finish(hs, hr, h, k, n, out_r, out_s)
