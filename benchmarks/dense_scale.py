@@ -7,9 +7,13 @@ Each step runs in its own process, so its peak memory (ru_maxrss) is its own:
   of its block of 1,024 rows (points around --clusters random centres, normalised): seconds, rows/s, peak RSS, size on
   disk;
 - exact: `search_shards` for --queries query vectors (noisy copies of random rows) at k = 10: queries/s, peak RSS;
-  its rankings are kept (exact.json) for the recall of the next steps;
+  its rankings and peak RSS are kept (exact.json) for the recall and memory of the next steps;
 - faiss: `faiss_index` (default recipe `default_factory`, or --factory): seconds, peak RSS, index size;
-- faiss_search: `faiss_search` with the exact rerank (--rerank) and without: queries/s, peak RSS, recall@10.
+- faiss_search: `faiss_search` without the exact rerank, then with it (--rerank): queries/s, recall@10, peak RSS so
+  far, and that peak over the exact step's (the same search without faiss) as a multiple of the index file's size
+  (MiB, as the peaks), `rss_over_index`: about 1 with the file memory-mapped, 2.8 when it was read into a buffer that
+  faiss copied and deserialized; the rerank adds the shortlisted vectors (--queries x --rerank x 10 rows at most),
+  which outweigh a small index.
 Usage: python benchmarks/dense_scale.py [--vectors 8841823] [--out DIR] [--queries 1000] [--nprobe 16]
        python benchmarks/dense_scale.py STEP --dir DIR [...]          (one step; prints its JSON)
 Quick: python benchmarks/dense_scale.py --vectors 20000
@@ -61,7 +65,7 @@ def step_exact(a) -> dict:
     q = query_vectors(a); t = time.perf_counter()
     res = search_shards(Path(a.dir)/'vectors', q, 10, block=a.block)
     s = time.perf_counter() - t
-    (Path(a.dir)/'exact.json').write_text(json.dumps(res))
+    (Path(a.dir)/'exact.json').write_text(json.dumps(dict(rankings=res, peak_rss_mb=peak_mb())))
     return dict(step='exact', queries=len(q), seconds=round(s, 2), queries_per_s=round(len(q) / s, 1),
                 peak_rss_mb=round(peak_mb()))
 
@@ -74,12 +78,17 @@ def step_faiss(a) -> dict:
 def step_faiss_search(a) -> dict:
     from fastbook_bench.shards import faiss_search, recall_at_k
     q, exact = query_vectors(a), json.loads((Path(a.dir)/'exact.json').read_text())
-    out = dict(step='faiss_search', nprobe=a.nprobe)
+    index_mb = (Path(a.dir)/'vectors'/'faiss.index').stat().st_size / 2**20
+    out = dict(step='faiss_search', nprobe=a.nprobe, index_mb=round(index_mb, 1),
+               exact_peak_rss_mb=round(exact['peak_rss_mb']))
     for rerank in (0, a.rerank):
         t = time.perf_counter(); res = faiss_search(Path(a.dir)/'vectors', q, 10, nprobe=a.nprobe, rerank=rerank)
         s = time.perf_counter() - t
-        out[f'rerank{rerank}'] = dict(queries_per_s=round(len(q) / s, 1), recall_at_10=round(recall_at_k(exact, res), 4))
-    return dict(out, peak_rss_mb=round(peak_mb()))
+        out[f'rerank{rerank}'] = dict(queries_per_s=round(len(q) / s, 1),
+                                      recall_at_10=round(recall_at_k(exact['rankings'], res), 4),
+                                      peak_rss_mb=round(peak_mb()),
+                                      rss_over_index=round((peak_mb() - exact['peak_rss_mb']) / index_mb, 2))
+    return out
 
 STEPS = dict(shards=step_shards, exact=step_exact, faiss=step_faiss, faiss_search=step_faiss_search)
 

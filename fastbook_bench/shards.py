@@ -263,7 +263,8 @@ def faiss_search(folder:str|Path,    # a shard folder with a `faiss.index`
                 ) -> list[list[tuple[int, float]]]:
     "The `k` best (row, score) pairs of each query by the faiss index of `folder`."
     require_neural('a faiss index'); import faiss
-    ix = faiss.deserialize_index(np.fromfile(Path(folder)/'faiss.index', dtype=np.uint8))
+    flags = getattr(faiss, 'IO_FLAG_MMAP_IFC', faiss.IO_FLAG_MMAP)  # older faiss: IVF lists only
+    ix = faiss.read_index(str(Path(folder)/'faiss.index'), flags)  # mapped in place, not read into memory
     try: faiss.extract_index_ivf(ix).nprobe = nprobe
     except RuntimeError: pass  # not an IVF index
     d, i = ix.search(np.ascontiguousarray(queries, dtype=np.float32), k * max(rerank, 1))
