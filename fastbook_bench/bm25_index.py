@@ -17,7 +17,7 @@ from .methods import BuildOptions
 from .retriever import DamagedScores, top_k
 
 # %% auto #0
-__all__ = ['BM25_PARAMS', 'BLOCK', 'PRIME', 'DENSE', 'WINDOW', 'BM25Searcher']
+__all__ = ['BM25_PARAMS', 'BLOCK', 'DENSE', 'WINDOW', 'BM25Searcher']
 
 # %% ../nbs/api/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
@@ -215,7 +215,8 @@ def _sift(hs, hr, i:int, h:int):
 
 # %% ../nbs/api/32_bm25_index.ipynb #12268840
 @nb.njit(cache=True, nogil=True)
-def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, out_r, out_s) -> int:
+def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, out_r, out_s,
+              prime=1 << 16) -> int:
     "Top `k` of term ids `toks` into `out_r`, `out_s`: how many; -1: score every passage instead; -2: damaged."
     if len(toks) == 0: return -1
     u = np.unique(toks); m = len(u); tj = np.searchsorted(u, toks); mult, c = np.zeros(m), np.zeros(m)
@@ -226,7 +227,7 @@ def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, n
     ub = tmax[u] * mult; order = np.argsort(ub); pre = np.cumsum(ub[order])  # bounds of the `i` least words
     pos, end, b0 = indptr[u].copy(), indptr[u + 1].copy(), bptr[u].copy(); blk, st = b0.copy(), pos.copy()
     hs, hr = np.empty(k), np.empty(k, np.int64); h, e, theta, win, big = 0, 0, -np.inf, -1, np.iinfo(np.int64).max
-    many = (end - pos).sum() >= PRIME * len(norm)  # a floor for theta first (see "Queries of frequent words")
+    many = (end - pos).sum() >= prime  # a floor for theta first (see "Queries of frequent words")
     th = fl = _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) if many else -np.inf
     while e < m and pre[e] * (1 + 1e-9) <= th: e += 1
     if fl > -np.inf and (end - pos)[order[e:]].sum() >= DENSE * len(norm):  # most passages hold an essential word
@@ -326,7 +327,7 @@ INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, files=('posti
                                 layout=2)  # 1: bm25s's score matrix (before 0.1.0's block-max postings)
 
 # %% ../nbs/api/32_bm25_index.ipynb #8e84df3c
-PRIME, DENSE = 0.5, 0.5  # entries a passage in a query's columns (all; essential) from which a floor (windows) pays
+DENSE = 0.5  # entries a passage in its essential columns from which windows pay
 WINDOW = 4096  # passages a window
 
 # %% ../nbs/api/32_bm25_index.ipynb #01ef8ca0
@@ -360,7 +361,7 @@ def _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) -> 
 # %% ../nbs/api/32_bm25_index.ipynb #b57139ab
 @nb.njit(cache=True, nogil=True)
 def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm, out_r, out_s) -> int:
-    "`_maxscore`'s top `k`, scoring `WINDOW` passages at a time word by word; a window whose blocks stay below `th` skipped."
+    "`_maxscore`'s top `k`, `WINDOW` passages at a time word by word; a window whose blocks stay below `th` skipped."
     m, n = len(u), len(norm); acc, hs, hr = np.zeros(WINDOW), np.empty(k), np.empty(k, np.int64); h, theta = 0, 0.0
     blk, nxt, p0, p1 = bptr[u].copy(), bptr[u].copy(), np.zeros(m, np.int64), np.zeros(m, np.int64)
     for w0 in range(0, n, WINDOW):
