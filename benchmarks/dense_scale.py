@@ -3,6 +3,10 @@ the faiss IVF-PQ option with its recall@10 against exact, on seeded synthetic ve
 possible on a CPU; the vectors stand in for MiniLM's: 384 dimensions, unit length, clustered).
 
 Each step runs in its own process, so its peak memory (ru_maxrss) is its own:
+- limit: the machine's limit for exact search, on vectors already in memory: the best time of float32 `Q @ V.T`
+  (--queries x --dim against --limit-rows random rows, a --limit-chunk of rows at a time into one reused buffer),
+  numpy's BLAS on 1 thread and on all, scaled linearly to --vectors: seconds and GFLOP/s; `with_top_k` adds the least
+  any exact top-k must do, one read of every score (each query's maximum per chunk, what a running threshold compares);
 - shards: `encode_shards` over the row numbers with an "encoder" that draws each row's vector from the seeded generator
   of its block of 1,024 rows (points around --clusters random centres, normalised): seconds, rows/s, peak RSS, size on
   disk;
@@ -15,6 +19,7 @@ Each step runs in its own process, so its peak memory (ru_maxrss) is its own:
   faiss copied and deserialized; the rerank adds the shortlisted vectors (--queries x --rerank x 10 rows at most),
   which outweigh a small index.
 Usage: python benchmarks/dense_scale.py [--vectors 8841823] [--out DIR] [--queries 1000] [--nprobe 16]
+       python benchmarks/dense_scale.py limit [--limit-rows 262144] [--limit-chunk 4096]   (the limit alone)
        python benchmarks/dense_scale.py STEP --dir DIR [...]          (one step; prints its JSON)
 Quick: python benchmarks/dense_scale.py --vectors 20000
 Without --out, everything goes to a new temporary folder, removed at the end.
@@ -48,6 +53,30 @@ def query_vectors(a) -> np.ndarray:
     q = rows_vectors(g.choice(a.vectors, a.queries, replace=False), centres(a), a)
     q += 0.1 * g.standard_normal(q.shape, dtype=np.float32)
     return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+def _best(f, repeat:int) -> float:
+    "Best wall time of `repeat` calls of `f`."
+    ts = []
+    for _ in range(repeat): t = time.perf_counter(); f(); ts.append(time.perf_counter() - t)
+    return min(ts)
+
+def step_limit(a) -> dict:
+    from threadpoolctl import threadpool_info, threadpool_limits
+    g = np.random.default_rng(a.seed)
+    q, v = g.standard_normal((a.queries, a.dim), dtype=np.float32), g.standard_normal((a.limit_rows, a.dim), dtype=np.float32)
+    out, scale = np.empty((a.queries, a.limit_chunk), np.float32), a.vectors / a.limit_rows
+    def gemm(top=False):
+        for b in range(0, len(v), a.limit_chunk):
+            s = np.matmul(q, v[b:b + a.limit_chunk].T, out=out[:, :min(a.limit_chunk, len(v) - b)])
+            if top: s.max(axis=1)
+    res = dict(step='limit', rows_timed=a.limit_rows, chunk=a.limit_chunk, queries=a.queries, vectors=a.vectors,
+               blas=[(i['internal_api'], i['num_threads']) for i in threadpool_info()])
+    for threads in (1, os.cpu_count()):
+        with threadpool_limits(threads):
+            gemm(); s, st = _best(gemm, a.repeat) * scale, _best(lambda: gemm(True), a.repeat) * scale
+        res[f'threads{threads}'] = dict(gemm_s=round(s, 1), gflop_s=round(2 * a.queries * a.dim * a.vectors / s / 1e9, 1),
+                                        with_top_k_s=round(st, 1), queries_per_s=round(a.queries / s, 1))
+    return res
 
 def step_shards(a) -> dict:
     from fastbook_bench.shards import encode_shards
@@ -90,7 +119,7 @@ def step_faiss_search(a) -> dict:
                                       rss_over_index=round((peak_mb() - exact['peak_rss_mb']) / index_mb, 2))
     return out
 
-STEPS = dict(shards=step_shards, exact=step_exact, faiss=step_faiss, faiss_search=step_faiss_search)
+STEPS = dict(limit=step_limit, shards=step_shards, exact=step_exact, faiss=step_faiss, faiss_search=step_faiss_search)
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -99,8 +128,10 @@ def main():
     p.add_argument('--vectors', type=int, default=8_841_823); p.add_argument('--dim', type=int, default=384)
     p.add_argument('--clusters', type=int, default=1000); p.add_argument('--noise', type=float, default=0.5)
     p.add_argument('--queries', type=int, default=1000); p.add_argument('--shard-size', type=int, default=16384)
-    p.add_argument('--block', type=int, default=4096, help="search_shards's rows scored at once")
+    p.add_argument('--block', type=int, default=2048, help="search_shards's rows scored at once")
     p.add_argument('--factory'); p.add_argument('--nprobe', type=int, default=16)
+    p.add_argument('--limit-rows', type=int, default=262_144, help="rows the limit step times (in memory)")
+    p.add_argument('--limit-chunk', type=int, default=4096); p.add_argument('--repeat', type=int, default=3)
     p.add_argument('--rerank', type=int, default=10); p.add_argument('--seed', type=int, default=0)
     a = p.parse_args()
     if a.step: print(json.dumps(dict(STEPS[a.step](a), load_1_5_15=os.getloadavg()))); return  # the machine is shared

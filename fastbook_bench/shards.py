@@ -18,8 +18,8 @@ __getattr__ = renamed(__name__, ['shard_file'])
 
 # %% auto #0
 __all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'read_listing', 'encoded', 'encode_shards', 'iter_shards', 'shard_scores',
-           'merge_top_k', 'shard_top_k', 'search_shards', 'sentence_encoder', 'default_factory', 'sample_vectors',
-           'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
+           'merge_top_k', 'shard_top_k', 'threshold_top_k', 'search_shards', 'sentence_encoder', 'default_factory',
+           'sample_vectors', 'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/api/17_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -172,18 +172,70 @@ def shard_top_k(queries:np.ndarray, # one query vector per row
         best = merge_top_k(best, top, k)
     return best
 
+# %% ../nbs/api/17_shards.ipynb #dd05841c
+def _float32_error(l1:np.ndarray,      # each query's sum of absolute values (float64)
+                   vectors:np.ndarray  # a block of vectors
+                  ) -> np.ndarray|None:
+    "How far each query's float32 scores over `vectors` may be from `shard_scores`'s; None if float32 may overflow."
+    vmax = float(np.maximum(vectors.max(initial=0), -vectors.min(initial=0)))  # NaN, inf: no bound
+    bound = l1 * vmax  # bounds each |q . v| and its partial sums
+    if not (np.isfinite(vmax) and bound.max(initial=0) < 1e36): return None
+    return 2 * (vectors.shape[1] + 2) * 2.0**-24 * bound + 1e-30
+
+# %% ../nbs/api/17_shards.ipynb #88db8772
+def _candidates(s:np.ndarray,  # float32 scores, one row per query
+                lim:np.ndarray # the least float32 score that can still make each query's top k
+               ) -> tuple[np.ndarray, np.ndarray]:
+    "(query, column) of the scores at least `lim`, by query: each row's maximum rules most rows out first."
+    rows = np.flatnonzero(s.max(1) >= lim)
+    q, c = np.nonzero(s[rows] >= lim[rows, None])
+    return rows[q], c
+
+# %% ../nbs/api/17_shards.ipynb #f8e58a71
+def threshold_top_k(queries:np.ndarray, # one query vector per row
+                    vectors:np.ndarray, # one shard's vectors (memory-mapped)
+                    k:int=10,           # results per query
+                    *, start:int=0,     # the shard's first row
+                    block:int=2048,     # rows scored at once (fewer: their scores stay in cache)
+                    best:list|None=None # each query's best so far (`merge_top_k`'s lists), continued
+                   ) -> list[list[tuple[int, float]]]:
+    "`shard_top_k` merged into `best`: float32 scores shortlist the rows that could beat each query's k-th best."
+    best = [list(b) for b in best] if best is not None else [[] for _ in range(len(queries))]
+    if k < 1: return merge_top_k(best, shard_top_k(queries, vectors, k, start=start, block=block), k)
+    q64 = np.asarray(queries, np.float64); q32, l1 = q64.astype(np.float32), np.abs(q64).sum(1)
+    kth = lambda: np.array([b[k - 1][1] if len(b) >= k else -np.inf for b in best])
+    thr = kth()
+    for b in range(0, len(vectors), block):
+        v = vectors[b:b + block]
+        err = _float32_error(l1, v) if np.isfinite(q32).all() else None
+        if err is None:  # the exact path: it reports NaN and inf
+            best = merge_top_k(best, shard_top_k(queries, v, k, start=start + b, block=len(v)), k)
+            thr = kth(); continue
+        s, lim = q32 @ v.T, thr - err
+        if (short := np.isinf(thr)).any() and len(v) > k:  # fewer than k so far: the block's own k-th bounds it
+            lim[short] = np.partition(s[short], len(v) - k, axis=1)[:, len(v) - k] - 2 * err[short]
+        if not len(qi := (c := _candidates(s, lim))[0]): continue
+        rows, ri = np.unique(c[1], return_inverse=True); qs, qj = np.unique(qi, return_inverse=True)
+        exact = shard_scores(q64[qs], v[rows])[qj, ri]  # the very scores shard_top_k ranks
+        cut = np.r_[np.flatnonzero(np.diff(qi)) + 1, len(qi)]  # each query's candidates, together
+        for j, lo, hi in zip(qs, np.r_[0, cut[:-1]], cut):
+            new = [(start + b + int(rows[r]), float(x)) for r, x in zip(ri[lo:hi], exact[lo:hi])]
+            best[j] = sorted(best[j] + new, key=lambda p: (-p[1], p[0]))[:k]
+            thr[j] = best[j][k - 1][1] if len(best[j]) >= k else -np.inf
+    return best
+
 # %% ../nbs/api/17_shards.ipynb #0fc361bd
 def search_shards(folder:str|Path,    # a finished shard folder
                   queries:np.ndarray, # one query vector per row
                   k:int=10,           # results per query
-                  *, block:int=4096,  # rows scored at once
+                  *, block:int=2048,  # rows scored at once
                   shards:Sequence[int]|None=None # which shards (positions in the listing; default: all)
                  ) -> list[list[tuple[int, float]]]:
-    "The best `k` (row, score) pairs of each query over the shards, streamed with a running top-k."
+    "The best `k` (row, score) pairs of each query over the shards, streamed with a running top-k and threshold."
     best, keep = [[] for _ in range(len(queries))], None if shards is None else set(shards)
     for i, (start, vecs) in enumerate(iter_shards(folder)):
         if keep is None or i in keep:
-            try: best = merge_top_k(best, shard_top_k(queries, vecs, k, start=start, block=block), k)
+            try: best = threshold_top_k(queries, vecs, k, start=start, block=block, best=best)
             except DamagedScores as e: raise DamagedScores(f"{Path(vecs.filename).name}: {e}") from None
     return best
 
