@@ -17,9 +17,10 @@ from .retriever import DamagedScores, top_k
 __getattr__ = renamed(__name__, ['shard_file'])
 
 # %% auto #0
-__all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'read_listing', 'encoded', 'encode_shards', 'iter_shards', 'shard_scores',
-           'merge_top_k', 'shard_top_k', 'threshold_top_k', 'search_shards', 'sentence_encoder', 'default_factory',
-           'sample_vectors', 'faiss_index', 'shard_rows', 'faiss_search', 'recall_at_k', 'faiss_recall']
+__all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'RERANK_MB', 'read_listing', 'encoded', 'encode_shards', 'iter_shards',
+           'shard_scores', 'merge_top_k', 'shard_top_k', 'threshold_top_k', 'search_shards', 'sentence_encoder',
+           'default_factory', 'sample_vectors', 'faiss_index', 'shard_rows', 'rerank_exact', 'faiss_search',
+           'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/api/17_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -306,12 +307,27 @@ def shard_rows(folder:str|Path, # a finished shard folder
                 out[j] = np.frombuffer(os.pread(f.fileno(), size, m.offset + int(rows[j] - starts[w]) * size), m.dtype)
     return out
 
+# %% ../nbs/api/17_shards.ipynb #c00c0fab
+RERANK_MB = 8  # shortlisted vectors `faiss_search` reads at once, at most (default batch)
+
+def rerank_exact(folder:str|Path,       # a finished shard folder
+                 queries:np.ndarray,    # one query vector per row
+                 shortlists:np.ndarray, # row numbers per query (faiss's ids; -1 for none)
+                 k:int=10               # results per query
+                ) -> list[list[tuple[int, float]]]:
+    "The `k` best (row, score) pairs of each query among its shortlisted rows, scored exactly."
+    short = [np.sort(rj[rj >= 0]) for rj in shortlists]  # sorted: a tie goes to the lower row
+    rows = np.unique(np.concatenate(short)); vecs = shard_rows(folder, rows)  # read once for all these queries
+    return [[(int(r[j]), s) for j, s in top_k(shard_scores(q[None], vecs[np.searchsorted(rows, r)])[0], k)]
+            for q, r in zip(queries, short)]
+
 # %% ../nbs/api/17_shards.ipynb #19c79037
 def faiss_search(folder:str|Path,    # a shard folder with a `faiss.index`
                  queries:np.ndarray, # one query vector per row
                  k:int=10,           # results per query
                  *, nprobe:int=16,   # IVF lists scanned per query
-                 rerank:int=10       # shortlist rerank * k rows and score them exactly (0: faiss's own scores)
+                 rerank:int=10,      # shortlist rerank * k rows and score them exactly (0: faiss's own scores)
+                 batch:int|None=None # queries reranked at once (default: `RERANK_MB` of shortlisted vectors)
                 ) -> list[list[tuple[int, float]]]:
     "The `k` best (row, score) pairs of each query by the faiss index of `folder`."
     require_neural('a faiss index'); import faiss
@@ -321,10 +337,9 @@ def faiss_search(folder:str|Path,    # a shard folder with a `faiss.index`
     except RuntimeError: pass  # not an IVF index
     d, i = ix.search(np.ascontiguousarray(queries, dtype=np.float32), k * max(rerank, 1))
     if not rerank: return [[(int(j), float(s)) for j, s in zip(rj, rs) if j >= 0] for rj, rs in zip(i, d)]
-    short = [np.sort(rj[rj >= 0]) for rj in i]  # sorted: a tie goes to the lower row
-    rows = np.unique(np.concatenate(short)); vecs = shard_rows(folder, rows)  # read once for all queries
-    return [[(int(r[j]), s) for j, s in top_k(shard_scores(q[None], vecs[np.searchsorted(rows, r)])[0], k)]
-            for q, r in zip(queries, short)]
+    batch = batch or max(1, RERANK_MB * 2**20 // (i.shape[1] * ix.d * np.dtype(SHARD_DTYPE).itemsize))
+    return [res for b in range(0, len(i), batch)  # 54 queries a batch at k=10, rerank=10, 384 dimensions
+            for res in rerank_exact(folder, queries[b:b + batch], i[b:b + batch], k)]
 
 # %% ../nbs/api/17_shards.ipynb #46604469
 def recall_at_k(exact:list[list[tuple[int, float]]], # exact rankings, one list per query
