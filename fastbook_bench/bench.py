@@ -138,8 +138,10 @@ def score_run(qrels:dict,               # {query id: {doc id: grade}}
     "The means and per-query values of `metrics`, and the judged queries the run lacks."
     judged = [q for q, rels in qrels.items() if rels]
     opts = dict(complete=complete, ignore_identical_ids=ignore_identical_ids)
-    return {'per_query': evaluate(qrels, run, metrics, per_query=True, **opts),
-            'means': evaluate(qrels, run, metrics, **opts),
+    per_query = evaluate(qrels, run, metrics, per_query=True, **opts)
+    if not per_query: evaluate(qrels, run, metrics, **opts)  # raises: no query in both
+    means = {m: sum(v[m] for v in per_query.values()) / len(per_query) for m in next(iter(per_query.values()))}
+    return {'per_query': per_query, 'means': means,  # the means `evaluate` gives: the same sums in the same order
             'judged': len(judged), 'missing': [q for q in judged if q not in run], 'complete': complete}
 
 # %% ../nbs/api/26_bench.ipynb #80463b96

@@ -26,19 +26,34 @@ def _open_bytes(path:Path):
     return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
 
 # %% ../nbs/api/19_datasets.ipynb #0f8e1a57
-def iter_lines(path:str|Path # a UTF-8 text file, optionally gzipped
+def iter_lines(path:str|Path, # a UTF-8 text file, optionally gzipped
+               size:int=1<<22 # bytes read at a time (a longer line is read whole)
               ) -> Iterator[tuple[int, str]]:
     "(line number, line) for each line of `path`, streamed; a line that is not UTF-8 is a `FormatError` naming it."
-    path, n = Path(path), 0
+    path, n, rest = Path(path), 1, []
     with _open_bytes(path) as f:
-        try:
-            for n, raw in enumerate(f, 1):
-                try: line = raw.decode('utf-8-sig' if n == 1 else 'utf-8')
-                except UnicodeDecodeError as e:
-                    raise FormatError(f"{path}, line {n}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-                yield n, line.rstrip('\r\n')
-        except (OSError, EOFError, zlib.error) as e:  # a damaged or truncated .gz
-            raise FormatError(f"{path}, line {n + 1}: cannot be read ({type(e).__name__}: {e})") from None
+        while True:
+            try: data = f.read(size)
+            except (OSError, EOFError, zlib.error) as e:  # a damaged or truncated .gz
+                raise FormatError(f"{path}, line {n}: cannot be read ({type(e).__name__}: {e})") from None
+            cut = data.rfind(b'\n') + 1  # at the end (no data), the rest is the last line
+            if data and not cut: rest.append(data); continue  # no line ends yet
+            block = b''.join(rest + [data[:cut]]); rest = [data[cut:]]
+            if block: lines = _decoded(block, path, n); yield from enumerate(lines, n); n += len(lines)
+            if not data: return
+
+def _decoded(block:bytes, path:Path, n:int) -> list[str]:
+    "The lines of `block` (whole lines, the first numbered `n`), decoded; the first not UTF-8 is named."
+    if n == 1 and block.startswith(b'\xef\xbb\xbf'): block = block[3:]  # a byte-order mark
+    try: text = block.decode('utf-8')
+    except UnicodeDecodeError as e:
+        start = block.rfind(b'\n', 0, e.start) + 1; line = n + block.count(b'\n', 0, start)
+        raise FormatError(f"{path}, line {line}: not UTF-8 text "
+                          f"({e.reason} at byte {e.start - start})") from None
+    lines = text.split('\n')
+    if text.endswith('\n'): lines.pop()
+    return [l.rstrip('\r') for l in lines] if '\r' in text else lines
+
 
 # %% ../nbs/api/19_datasets.ipynb #8c4d69bb
 def iter_jsonl(path:str|Path # a JSON-lines file, optionally gzipped

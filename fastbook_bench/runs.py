@@ -64,19 +64,21 @@ def write_run(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
 def read_run(path:str|Path # a TREC run file
             ) -> dict[str, dict[str, float]]:
     "`{query id: {doc id: score}}` from a TREC run file (`qid Q0 docid rank score tag` per line)."
-    run = {}
+    run, last, docs = {}, None, None
     for n, line in iter_lines(path):
-        if not (f := line.split()): continue
-        if len(f) != 6:
+        if len(f := line.split()) != 6:
+            if not f: continue
             raise FormatError(f"{path}, line {n}: expected 6 columns (query id, Q0, doc id, rank, score, tag), "
                               f"got {len(f)}")
-        try: s = float(f[4])
+        q, _, d, _, s, _ = f
+        try: s = float(s)
         except ValueError: s = math.nan
         if not math.isfinite(s): raise FormatError(f"{path}, line {n}: score {f[4]!r} is not a finite number")
-        if f[2] in (docs := run.setdefault(f[0], {})):
-            raise FormatError(f"{path}, line {n}: document {f[2]!r} retrieved twice for query {f[0]!r}")
-        docs[f[2]] = s
+        if q != last: docs, last = run.setdefault(q, {}), q  # a query's lines usually follow each other
+        if d in docs: raise FormatError(f"{path}, line {n}: document {d!r} retrieved twice for query {q!r}")
+        docs[d] = s
     return run
+
 
 # %% ../nbs/api/20_runs.ipynb #3a1e6bc6
 def write_poleval(run:dict[str, dict[str, float]], # {query id: {doc id: score}}
