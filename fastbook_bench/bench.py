@@ -49,7 +49,8 @@ def _question_row(row:dict, model:str, cs:int, corpus) -> dict:
 def _run_chunk_size(methods:list[Method], cs:int, questions:list[dict], alt:dict, k:int, data, o:BuildOptions):
     "Summary and per-question rows of `methods` over the chapters chunked at `cs` tokens."
     corpus, summary, per_q = build_corpus(data, chunk_size=cs, cache=o.cache), [], []
-    normalize_all(corpus.passages, cache=o.cache)
+    normalize_all(corpus.passages, cache=o.cache)  # the passages, and the questions' contexts, from the cache if there
+    normalize_all([c for q in questions for ac in q['answer_context'] for c in ac['context'] if c], cache=o.cache)
     for m in methods:
         r = get_retriever(m.name, corpus.passages, o, labels=corpus.chapters, alt_queries=alt)
         rows = score_retriever(r, corpus, questions, name=m.name, k=k, progress=o.progress)

@@ -4,9 +4,8 @@
 
 # %% ../nbs/api/08_scoring.ipynb #c77b7112
 from __future__ import annotations
-import json
+import importlib.util, json, os
 from typing import Sequence
-from ftfy import fix_text
 from .core import atomic_write, cache_dir, fingerprint
 from .chunking import Corpus
 from .retriever import Retriever, search_batched
@@ -25,16 +24,23 @@ def normalize(text:str # a passage or a context
     "`ftfy.fix_text(text)`, remembered: the form in which contexts are looked for in passages."
     if (r := _fixed.get(text)) is None:
         if len(_fixed) >= 1 << 18: _fixed.clear()  # bound the memory of a long-running process
+        from ftfy import fix_text  # loaded on first need: a run whose texts are all in the cache never loads it
         r = _fixed[text] = fix_text(text)
     return r
+
+# %% ../nbs/api/08_scoring.ipynb #684da6eb
+def _ftfy_key() -> str:
+    "The installed ftfy: its file and the time it was written."
+    origin = importlib.util.find_spec('ftfy').origin
+    return f'{origin}:{os.stat(origin).st_mtime_ns}'
+
 
 # %% ../nbs/api/08_scoring.ipynb #c57c8e0e
 def normalize_all(texts:Sequence[str], # passages of a corpus
                   cache:bool=True      # read and write the user cache
                  ) -> list[str]:
     "`normalize` each of `texts`, with the results kept in the user cache for later processes."
-    import ftfy
-    fn = cache_dir()/'normalized'/f'{fingerprint(ftfy.__version__, list(texts))[:32]}.json'
+    fn = cache_dir()/'normalized'/f'{fingerprint(_ftfy_key(), list(texts))[:32]}.json'
     if cache:
         try:
             fixed = json.loads(fn.read_text(encoding='utf-8'))
