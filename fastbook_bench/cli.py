@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from fastcore.meta import delegates
 from . import __version__
-from .core import split_list
+from .core import return_freed_memory, split_list
 from .flags import call_with_groups, command_flags, flag_parser, params, spell_flags, usage
 from .methods import BuildOptions
 
@@ -290,6 +290,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         print(f"fastbook-bench: error: unknown command {argv[0]!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     args, f = vars(_parser(argv[0]).parse_args(argv[1:])), COMMANDS[argv[0]]
+    return_freed_memory()  # a model's large tensors go back to the system when freed (`fastbook_bench.core`)
     try:
         with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter('always')

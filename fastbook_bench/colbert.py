@@ -111,6 +111,16 @@ def _check_folder(path:Path):
     if not any((path/w).is_file() for w in weights):
         raise ValueError(f"{path} is not a ColBERT checkpoint: no model.safetensors or pytorch_model.bin")
 
+# %% ../nbs/api/16_colbert.ipynb #bb38ca1f
+@contextlib.contextmanager
+def _without_extension():
+    "Inside, colbert-ai creates models without compiling or loading its C++ extension (PLAID search, unused here)."
+    from colbert.modeling.colbert import ColBERT
+    if hasattr(ColBERT, 'loaded_extensions'): yield; return   # loaded already, or an outer block set the flag
+    ColBERT.loaded_extensions = True   # what `ColBERT.try_load_torch_extensions` checks before it compiles and loads
+    try: yield
+    finally: del ColBERT.loaded_extensions
+
 # %% ../nbs/api/16_colbert.ipynb #0a7d72c5
 def _load_rag(name:str):
     "RAGatouille's `RAGPretrainedModel` from a folder or a hub id, quietly."
@@ -118,9 +128,9 @@ def _load_rag(name:str):
     path = Path(name).expanduser()
     if not path.exists():
         if path.is_absolute() or name.startswith(('.', '~')): raise FileNotFoundError(f"no such folder: {path}")
-        with _quiet(): return RAGPretrainedModel.from_pretrained(name, verbose=0)
+        with _quiet(), _without_extension(): return RAGPretrainedModel.from_pretrained(name, verbose=0)
     path = path.resolve(); _check_folder(path)  # absolute: colbert-ai treats a relative path like a hub id
-    with _quiet():
+    with _quiet(), _without_extension():
         try: return RAGPretrainedModel.from_pretrained(str(path), verbose=0)
         except Exception as e: err = (str(e) or type(e).__name__).splitlines()[0]
     raise ValueError(f"{path} is not a ColBERT checkpoint: {err}")
@@ -178,7 +188,7 @@ def _encode(self) -> dict[str, np.ndarray]:
         self.rag.encode(self.passages, bsize=self.bsize, max_document_length=self.max_document_length,
                         verbose=self.progress)
     ckpt = m.inference_ckpt
-    return dict(embeddings=m.in_memory_embed_docs.cpu().numpy().copy(), doc_masks=m.doc_masks.cpu().numpy().copy(),
+    return dict(embeddings=m.in_memory_embed_docs.cpu().numpy(), doc_masks=m.doc_masks.cpu().numpy(),  # no copies
                 doc_maxlen=np.array(ckpt.doc_tokenizer.doc_maxlen), max_doclen=np.array(ckpt.colbert_config.max_doclen))
 
 # %% ../nbs/api/16_colbert.ipynb #27d81a58

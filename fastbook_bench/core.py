@@ -11,9 +11,9 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'fingerprint', 'cached_arrays', 'say_once',
-           'positive_int', 'split_list', 'positive_ints', 'check_writable', 'file_sha256', 'file_records',
-           'check_files', 'check_not_input', 'renamed']
+__all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'fingerprint', 'cached_arrays',
+           'return_freed_memory', 'say_once', 'positive_int', 'split_list', 'positive_ints', 'check_writable',
+           'file_sha256', 'file_records', 'check_files', 'check_not_input', 'renamed']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -143,7 +143,8 @@ def _digest(arrays:dict[str, np.ndarray]) -> str:
     h = hashlib.sha256()
     for k in sorted(arrays):
         a = np.ascontiguousarray(arrays[k])
-        h.update(f'{k}|{a.dtype.str}|{a.shape}|'.encode()); h.update(a.tobytes())
+        h.update(f'{k}|{a.dtype.str}|{a.shape}|'.encode())
+        h.update(a.reshape(-1).view(np.uint8))  # the bytes of `tobytes()`, read in place rather than copied
     return h.hexdigest()
 
 # %% ../nbs/api/00_core.ipynb #08b21bce
@@ -168,9 +169,24 @@ def cached_arrays(key:str,                                   # names everything 
     fn = cache_dir()/kind/f'{key[:40]}.npz'
     if fn.is_file() and (arrays := _read_arrays(fn)) is not None: return arrays
     arrays = build()
-    buf = io.BytesIO(); np.savez(buf, __sha256__=np.array(_digest(arrays)), **arrays)
-    atomic_write(fn, buf.getvalue())
+    def make(tmp:Path):  # written straight to the file, not first to a buffer in memory
+        with open(tmp, 'wb') as f:
+            np.savez(f, __sha256__=np.array(_digest(arrays)), **arrays); f.flush(); os.fsync(f.fileno())
+    atomic_file(fn, make)
     return arrays
+
+# %% ../nbs/api/00_core.ipynb #b2ee0536
+def _is_glibc() -> bool:
+    "Whether the C library is glibc (whose `mallopt` takes `M_MMAP_THRESHOLD`)."
+    try: return bool(os.confstr('CS_GNU_LIBC_VERSION'))
+    except (AttributeError, ValueError, OSError): return False  # no confstr (Windows), or not glibc
+
+def return_freed_memory(threshold:int=4 << 20 # bytes: blocks this large or larger get pages of their own
+                       ) -> bool:
+    "Make glibc's `malloc` give large blocks pages of their own, returned when freed; whether it was set (glibc only)."
+    if not _is_glibc(): return False
+    import ctypes
+    return bool(ctypes.CDLL(None).mallopt(-3, int(threshold)))  # -3: M_MMAP_THRESHOLD (malloc.h)
 
 # %% ../nbs/api/00_core.ipynb #7479aa2b
 _SAID = set()
