@@ -8,7 +8,7 @@ import gzip, json, warnings, zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
-from .core import atomic_write
+from .core import atomic_write, positive_int
 
 # %% auto #0
 __all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'iter_corpus', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset',
@@ -30,7 +30,7 @@ def iter_lines(path:str|Path, # a UTF-8 text file, optionally gzipped
                size:int=1<<22 # bytes read at a time (a longer line is read whole)
               ) -> Iterator[tuple[int, str]]:
     "(line number, line) for each line of `path`, streamed; a line that is not UTF-8 is a `FormatError` naming it."
-    path, n, rest = Path(path), 1, []
+    path, n, rest, size = Path(path), 1, [], positive_int(size, 'size')
     with _open_bytes(path) as f:
         while True:
             try: data = f.read(size)

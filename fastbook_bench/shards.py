@@ -11,7 +11,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
-from .core import atomic_file, atomic_write, fingerprint, renamed
+from .core import atomic_file, atomic_write, fingerprint, positive_int, renamed
 from .models import load_sentence_model, module_fingerprint, require_neural
 from .retriever import DamagedScores, top_k
 __getattr__ = renamed(__name__, ['shard_file'])
@@ -330,6 +330,7 @@ def faiss_search(folder:str|Path,    # a shard folder with a `faiss.index`
                  batch:int|None=None # queries reranked at once (default: `RERANK_MB` of shortlisted vectors)
                 ) -> list[list[tuple[int, float]]]:
     "The `k` best (row, score) pairs of each query by the faiss index of `folder`."
+    if batch is not None: positive_int(batch, 'batch')
     require_neural('a faiss index'); import faiss
     flags = getattr(faiss, 'IO_FLAG_MMAP_IFC', faiss.IO_FLAG_MMAP)  # older faiss: IVF lists only
     ix = faiss.read_index(str(Path(folder)/'faiss.index'), flags)  # mapped in place, not read into memory
