@@ -11,7 +11,7 @@ from .core import atomic_write, check_not_input, check_writable, positive_int, s
 from .chunking import build_corpus, chunk_overlap, chunk_sizes
 from .data import data_dir, load_benchmark, load_keywords
 from .methods import BuildOptions, Method, get_retriever, parse_methods
-from .metrics import DEFAULT_METRICS, STANDARD_METRICS, evaluate, parse_metric
+from .metrics import DEFAULT_METRICS, STANDARD_METRICS, _scored, parse_metric
 from .retriever import search_batched
 from .scoring import keyword_queries, normalize_all, question_queries, score_retriever
 from .stats import summary_table
@@ -138,11 +138,9 @@ def score_run(qrels:dict,               # {query id: {doc id: grade}}
              ) -> dict:
     "The means and per-query values of `metrics`, and the judged queries the run lacks."
     judged = [q for q, rels in qrels.items() if rels]
-    opts = dict(complete=complete, ignore_identical_ids=ignore_identical_ids)
-    per_query = evaluate(qrels, run, metrics, per_query=True, **opts)
-    if not per_query: evaluate(qrels, run, metrics, **opts)  # raises: no query in both
-    means = {m: sum(v[m] for v in per_query.values()) / len(per_query) for m in next(iter(per_query.values()))}
-    return {'per_query': per_query, 'means': means,  # the means `evaluate` gives: the same sums in the same order
+    per_query, means = _scored(qrels, run, metrics, per_query=True, means=True, complete=complete,
+                               ignore_identical_ids=ignore_identical_ids)  # one evaluation, `evaluate`'s values
+    return {'per_query': per_query, 'means': means,
             'judged': len(judged), 'missing': [q for q in judged if q not in run], 'complete': complete}
 
 # %% ../nbs/api/26_bench.ipynb #80463b96

@@ -278,10 +278,17 @@ def evaluate(qrels:dict[str, dict[str, int]],      # {query id: {doc id: graded 
              complete:bool=False                   # average over all qrels queries, absent ones 0 (trec_eval -c)
             ) -> dict:
     "The standard metrics of `run` as trec_eval computes them: `{metric: mean}`, or per query."
+    values, means = _scored(qrels, run, metrics, per_query=per_query, means=not per_query,
+                            ignore_identical_ids=ignore_identical_ids, complete=complete)
+    return values if per_query else means
+
+def _scored(qrels:dict, run:dict, metrics:Sequence[str], *, per_query:bool, means:bool, ignore_identical_ids:bool,
+            complete:bool) -> tuple[dict|None, dict|None]:
+    "`evaluate`'s per-query values and its means, each if asked, from one evaluation."
     ms = _metric_fns(metrics)
     _check_nested(qrels, 'qrels'); _check_nested(run, 'run')
     queries, cols = _per_query(qrels, run, ms, ignore_identical_ids, complete)
-    if per_query: return {q: dict(zip(cols, vals)) for q, vals in zip(queries, zip(*cols.values()))}
-    if not queries:
+    if means and not queries:
         raise ValueError(f"No query is in both the qrels ({len(qrels)} queries) and the run ({len(run)} queries)")
-    return {name: sum(v) / len(queries) for name, v in cols.items()}
+    return ({q: dict(zip(cols, vals)) for q, vals in zip(queries, zip(*cols.values()))} if per_query else None,
+            {name: sum(v) / len(queries) for name, v in cols.items()} if means else None)
