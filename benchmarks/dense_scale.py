@@ -10,8 +10,9 @@ Each step runs in its own process, so its peak memory (ru_maxrss) is its own:
 - shards: `encode_shards` over the row numbers with an "encoder" that draws each row's vector from the seeded generator
   of its block of 1,024 rows (points around --clusters random centres, normalised): seconds, rows/s, peak RSS, size on
   disk;
-- exact: `search_shards` for --queries query vectors (noisy copies of random rows) at k = 10: queries/s, peak RSS;
-  its rankings and peak RSS are kept (exact.json) for the recall and memory of the next steps;
+- exact: `search_shards` for --queries query vectors (noisy copies of random rows) at k = 10, on --threads threads
+  (default: every core; the one-core figure needs --threads 1 and OMP_NUM_THREADS=1): queries/s, peak RSS; its
+  rankings and peak RSS are kept (exact.json) for the recall and memory of the next steps;
 - faiss: `faiss_index` (default recipe `default_factory`, or --factory): seconds, peak RSS, index size;
 - faiss_search: `faiss_search` without the exact rerank, then with it (--rerank): queries/s, recall@10, peak RSS so
   far, and that peak over the exact step's (the same search without faiss) as a multiple of the index file's size
@@ -92,11 +93,11 @@ def step_shards(a) -> dict:
 def step_exact(a) -> dict:
     from fastbook_bench.shards import search_shards
     q = query_vectors(a); t = time.perf_counter()
-    res = search_shards(Path(a.dir)/'vectors', q, 10, block=a.block)
+    res = search_shards(Path(a.dir)/'vectors', q, 10, block=a.block, threads=a.threads)
     s = time.perf_counter() - t
     (Path(a.dir)/'exact.json').write_text(json.dumps(dict(rankings=res, peak_rss_mb=peak_mb())))
-    return dict(step='exact', queries=len(q), seconds=round(s, 2), queries_per_s=round(len(q) / s, 1),
-                peak_rss_mb=round(peak_mb()))
+    return dict(step='exact', threads=a.threads or 'all', queries=len(q), seconds=round(s, 2),
+                queries_per_s=round(len(q) / s, 1), peak_rss_mb=round(peak_mb()))
 
 def step_faiss(a) -> dict:
     from fastbook_bench.shards import faiss_index
@@ -129,6 +130,7 @@ def main():
     p.add_argument('--clusters', type=int, default=1000); p.add_argument('--noise', type=float, default=0.5)
     p.add_argument('--queries', type=int, default=1000); p.add_argument('--shard-size', type=int, default=16384)
     p.add_argument('--block', type=int, default=2048, help="search_shards's rows scored at once")
+    p.add_argument('--threads', type=int, help="search_shards's threads (default: every core)")
     p.add_argument('--factory'); p.add_argument('--nprobe', type=int, default=16)
     p.add_argument('--limit-rows', type=int, default=262_144, help="rows the limit step times (in memory)")
     p.add_argument('--limit-chunk', type=int, default=4096); p.add_argument('--repeat', type=int, default=3)

@@ -12,8 +12,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'fingerprint', 'cached_arrays',
-           'return_freed_memory', 'say_once', 'positive_int', 'split_list', 'positive_ints', 'check_writable',
-           'file_sha256', 'file_records', 'check_files', 'check_not_input', 'renamed']
+           'return_freed_memory', 'say_once', 'positive_int', 'split_list', 'positive_ints', 'available_cores',
+           'check_writable', 'file_sha256', 'file_records', 'check_files', 'check_not_input', 'renamed']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -222,6 +222,11 @@ def positive_ints(value, name:str) -> list[int]:
     try: return [positive_int(int(v) if isinstance(v, str) else v, name) for v in vals]
     except ValueError:
         raise ValueError(f"`{name}` must be positive integers separated by commas, got {value!r}") from None
+
+# %% ../nbs/api/00_core.ipynb #803bca70
+def available_cores() -> int:
+    "The cores this process may run on (its CPU affinity where the system says), at least 1."
+    return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
 
 # %% ../nbs/api/00_core.ipynb #855ea931
 def check_writable(path:str|Path, # where a file (or, with `folder`, a folder) will be written

@@ -27,7 +27,7 @@ class EncoderSpec:
 
 # %% ../nbs/api/30_engines.ipynb #3e4efe77
 class LocalEngine:
-    "The in-process engine (the default): the encoder is loaded here and the shards are searched one after another."
+    "The in-process engine (the default): the encoder is loaded here and the shards are searched on every core."
     name = 'local'
     def encoder(self, spec:EncoderSpec) -> tuple[Callable, dict]: return spec.load()
     def search(self, folder:str|Path, queries:np.ndarray, k:int) -> list[list[tuple[int, float]]]:

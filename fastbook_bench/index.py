@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/31_index.ipynb #249aeb2c
 from __future__ import annotations
-import errno, gzip, hashlib, json, os, sqlite3, sys, threading
+import errno, gzip, hashlib, json, sqlite3, sys, threading
 import importlib
 from array import array
 from concurrent.futures import ThreadPoolExecutor
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
-from .core import (atomic_write, check_files, check_not_input, check_writable, file_records, file_sha256,
-                                 renamed, staged_dir)
+from .core import (atomic_write, available_cores, check_files, check_not_input, check_writable,
+                                 file_records, file_sha256, renamed, staged_dir)
 from .bench import score_run
 from .datasets import corpus_file, iter_corpus, read_qrels, read_queries
 from .metrics import STANDARD_METRICS
@@ -293,7 +293,7 @@ class FTS5Searcher:
         if (c := getattr(self.local, 'con', None)) is None: c = self.local.con = sqlite3.connect(self.uri, uri=True)
         return c
     def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+        cores = available_cores()
         if cores == 1 or len(queries) < 64: return [fts5_search(self.con, q, k) for q in queries]
         with ThreadPoolExecutor(cores) as ex: return list(ex.map(lambda q: fts5_search(self._con(), q, k), queries))
     def query_note(self, text:str) -> str|None: return long_query(text)

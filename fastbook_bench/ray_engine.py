@@ -147,4 +147,5 @@ def search(self:RayEngine, folder:str|Path, queries:np.ndarray, k:int) -> list[l
     n, folder = sum(1 for _ in iter_shards(folder)), str(Path(folder).resolve())  # workers may run elsewhere
     groups = [g.tolist() for g in np.array_split(np.arange(n), max(min(n, self.cpus), 1))]
     task, q = ray.remote(num_cpus=1)(search_shards), ray.put(np.asarray(queries))
-    return reduce(lambda a, b: merge_top_k(a, b, k), ray.get([task.remote(folder, q, k, shards=g) for g in groups]))
+    parts = ray.get([task.remote(folder, q, k, shards=g, threads=1) for g in groups])  # a task a CPU, one thread each
+    return reduce(lambda a, b: merge_top_k(a, b, k), parts)

@@ -4,23 +4,25 @@
 
 # %% ../nbs/api/17_shards.ipynb #73bea1ff
 from __future__ import annotations
-import io, json, math, os
+import io, json, math, os, threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import reduce
 from itertools import tee
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
-from .core import atomic_file, atomic_write, fingerprint, positive_int, renamed
+from .core import atomic_file, atomic_write, available_cores, fingerprint, positive_int, renamed
 from .models import load_sentence_model, module_fingerprint, require_neural
 from .retriever import DamagedScores, top_k
 __getattr__ = renamed(__name__, ['shard_file'])
 
 # %% auto #0
 __all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'RERANK_MB', 'read_listing', 'encoded', 'encode_shards', 'iter_shards',
-           'shard_scores', 'merge_top_k', 'shard_top_k', 'threshold_top_k', 'search_shards', 'sentence_encoder',
-           'default_factory', 'sample_vectors', 'faiss_index', 'shard_rows', 'rerank_exact', 'faiss_search',
-           'recall_at_k', 'faiss_recall']
+           'shard_scores', 'merge_top_k', 'shard_top_k', 'threshold_top_k', 'read_ahead', 'search_shards',
+           'sentence_encoder', 'default_factory', 'sample_vectors', 'faiss_index', 'shard_rows', 'rerank_exact',
+           'faiss_search', 'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/api/17_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -225,20 +227,49 @@ def threshold_top_k(queries:np.ndarray, # one query vector per row
             thr[j] = best[j][k - 1][1] if len(best[j]) >= k else -np.inf
     return best
 
+# %% ../nbs/api/17_shards.ipynb #ae9ff0a7
+def read_ahead(vectors:np.ndarray # a memory-mapped array (`iter_shards`' vectors)
+              ) -> bool:
+    "Start reading the file behind `vectors` into the page cache, in the background; False where the system can't."
+    if not hasattr(os, 'posix_fadvise') or getattr(vectors, 'filename', None) is None: return False
+    fd = os.open(vectors.filename, os.O_RDONLY)
+    try: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    finally: os.close(fd)
+    return True
+
 # %% ../nbs/api/17_shards.ipynb #0fc361bd
+def _stream(folder:str|Path, queries:np.ndarray, k:int, block:int, picks:list[int], stop:threading.Event|None=None
+           ) -> list[list[tuple[int, float]]]:
+    "`threshold_top_k` over the shards at positions `picks`, in order, reading each next one ahead; ends when `stop`."
+    best, picks = [[] for _ in range(len(queries))], set(picks)
+    todo = (shard for i, shard in enumerate(iter_shards(folder)) if i in picks)
+    nxt = next(todo, None)
+    while nxt is not None and not (stop and stop.is_set()):  # one shard mapped at a time, and the next
+        (start, vecs), nxt = nxt, next(todo, None)
+        if nxt is not None: read_ahead(nxt[1])  # the disk reads the next shard while this one is scored
+        try: best = threshold_top_k(queries, vecs, k, start=start, block=block, best=best)
+        except DamagedScores as e: raise DamagedScores(f"{Path(vecs.filename).name}: {e}") from None
+    return best
+
 def search_shards(folder:str|Path,    # a finished shard folder
                   queries:np.ndarray, # one query vector per row
                   k:int=10,           # results per query
                   *, block:int=2048,  # rows scored at once
-                  shards:Sequence[int]|None=None # which shards (positions in the listing; default: all)
+                  shards:Sequence[int]|None=None, # which shards (positions in the listing; default: all)
+                  threads:int|None=None # threads searching shards at once, BLAS on one each (default: every core)
                  ) -> list[list[tuple[int, float]]]:
     "The best `k` (row, score) pairs of each query over the shards, streamed with a running top-k and threshold."
-    best, keep = [[] for _ in range(len(queries))], None if shards is None else set(shards)
-    for i, (start, vecs) in enumerate(iter_shards(folder)):
-        if keep is None or i in keep:
-            try: best = threshold_top_k(queries, vecs, k, start=start, block=block, best=best)
-            except DamagedScores as e: raise DamagedScores(f"{Path(vecs.filename).name}: {e}") from None
-    return best
+    n = available_cores() if threads is None else positive_int(threads, 'threads')
+    listing = read_listing(folder) or {}
+    picks = [i for i in range(len(listing.get('shards', []))) if shards is None or i in set(shards)]
+    if n == 1 or len(picks) < 2: return _stream(folder, queries, k, block, picks)
+    from threadpoolctl import threadpool_limits
+    stop, groups = threading.Event(), [picks[t::n] for t in range(min(n, len(picks)))]  # interleaved: all go on at once
+    with threadpool_limits(1, 'blas'), ThreadPoolExecutor(len(groups)) as pool:
+        jobs = [pool.submit(_stream, folder, queries, k, block, g, stop) for g in groups]
+        try: parts = [j.result() for j in jobs]
+        except BaseException: stop.set(); raise  # Ctrl-C or an error: the others end after their current shard
+    return reduce(lambda a, b: merge_top_k(a, b, k), parts)
 
 # %% ../nbs/api/17_shards.ipynb #30ae3c4b
 def sentence_encoder(model:str|None=None,    # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
