@@ -19,6 +19,8 @@ Each step runs in its own process, so its peak memory (ru_maxrss) is its own:
   (MiB, as the peaks), `rss_over_index`: about 1 with the file memory-mapped, 2.8 when it was read into a buffer that
   faiss copied and deserialized; the rerank adds the shortlisted vectors of one batch of queries (`RERANK_MB`, 8 MiB;
   all --queries x --rerank x 10 rows at once outweighed a small index: 5.8 for IVF512,PQ48 at 300k, now below 0).
+  The exact step's peak grows with --threads (a mapped shard and score buffers a thread): compare faiss figures over
+  an exact step run with the same --threads (those of the notes until search_shards had threads: --threads 1).
 Usage: python benchmarks/dense_scale.py [--vectors 8841823] [--out DIR] [--queries 1000] [--nprobe 16]
        python benchmarks/dense_scale.py limit [--limit-rows 262144] [--limit-chunk 4096]   (the limit alone)
        python benchmarks/dense_scale.py STEP --dir DIR [...]          (one step; prints its JSON)
