@@ -260,8 +260,8 @@ def search_shards(folder:str|Path,    # a finished shard folder
                  ) -> list[list[tuple[int, float]]]:
     "The best `k` (row, score) pairs of each query over the shards, streamed with a running top-k and threshold."
     n = available_cores() if threads is None else positive_int(threads, 'threads')
-    listing = read_listing(folder) or {}
-    picks = [i for i in range(len(listing.get('shards', []))) if shards is None or i in set(shards)]
+    listing, keep = read_listing(folder) or {}, None if shards is None else set(shards)
+    picks = [i for i in range(len(listing.get('shards', []))) if keep is None or i in keep]
     if n == 1 or len(picks) < 2: return _stream(folder, queries, k, block, picks)
     from threadpoolctl import threadpool_limits
     stop, groups = threading.Event(), [picks[t::n] for t in range(min(n, len(picks)))]  # interleaved: all go on at once
