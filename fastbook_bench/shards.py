@@ -142,8 +142,8 @@ def iter_shards(folder:str|Path # a finished shard folder
                ) -> Iterator[tuple[int, np.ndarray]]:
     "(first row, memory-mapped vectors) of each shard of `folder`, in row order."
     listing = read_listing(folder)
-    if not listing or not listing['complete']:
-        raise ValueError(f"{folder}: encoding has not finished; run it again to resume")
+    if not listing: raise FileNotFoundError(f"{folder}: no shard folder: encode_shards has not written one")
+    if not listing['complete']: raise ValueError(f"{folder}: encoding has not finished; run it again to resume")
     for s in listing['shards']: yield s['start'], np.load(Path(folder)/s['file'], mmap_mode='r')
 
 # %% ../nbs/api/17_shards.ipynb #5882aa58
