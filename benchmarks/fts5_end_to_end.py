@@ -7,6 +7,8 @@ Times whole processes (start to summary written), median of --repeat runs:
   the innermost loop) scores the top 10;
 - cold: `fastbook-bench run --methods fts5` with an empty cache folder;
 - warm: the same command again with the cache it filled.
+Every process may write Python's byte code (PYTHONDONTWRITEBYTECODE is dropped from their environment), as an installed
+package has it: with it off, this package's modules are compiled again in every process, its pipeline's are not.
 Then times scoring one 191-question run: the published scorer against `score_rows`, each in a fresh process (so that
 nothing is normalised yet) with an empty cache, with the corpus's normalised passages in the disk cache, and a second
 time in the same process (everything normalised in memory). Checks that both pipelines retrieve the same passages.
@@ -104,6 +106,7 @@ def main():
     from fastbook_bench.data import data_dir
     data = str(data_dir(a.data))
     me, env = [sys.executable, str(Path(__file__).resolve())], dict(os.environ, FASTBOOK_BENCH_DATA=data, HF_HUB_OFFLINE='1')
+    env.pop('PYTHONDONTWRITEBYTECODE', None)  # as installed: pip writes the byte code; an editable install, the first run
     cli = [sys.executable, '-c', 'import sys; from fastbook_bench.cli import main; sys.exit(main())']
     ref, ref_score, cold, warm = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:

@@ -10,7 +10,7 @@ from pathlib import Path
 from fastcore.meta import delegates
 from . import __version__
 from .core import return_freed_memory, split_list
-from .flags import call_with_groups, command_flags, flag_parser, params, spell_flags, usage
+from .flags import call_with_groups, command_params, flag_parser, params, spell_flags, usage
 from .methods import BuildOptions
 
 # %% auto #0
@@ -267,7 +267,7 @@ _FLAG_NAMES = {'build-eval-set': dict(k='topk', base_url='llm_base_url', model='
 
 def _spell(message:str, cmd:str) -> str:
     "`message` with each `parameter` of `cmd` that it names written as its flag: `k` -> --k."
-    flags = [n for part in command_flags(COMMANDS[cmd], GROUPS).values() for n in part]
+    flags = [n for part in command_params(COMMANDS[cmd], GROUPS).values() for n in part]
     return spell_flags(message, flags, _FLAG_NAMES.get(cmd, {}))
 
 # %% ../nbs/api/36_cli.ipynb #1cf45388

@@ -6,10 +6,10 @@
 from __future__ import annotations
 import argparse, inspect, re
 from typing import Callable, Iterable
-from fastcore.docments import docments
 
 # %% auto #0
-__all__ = ['params', 'command_parts', 'command_flags', 'flag_parser', 'usage', 'call_with_groups', 'spell_flags']
+__all__ = ['params', 'command_parts', 'command_params', 'command_flags', 'FlagParser', 'flag_parser', 'usage', 'call_with_groups',
+           'spell_flags']
 
 # %% ../nbs/api/35_flags.ipynb #68771a7c
 def params(f:Callable) -> list[str]:
@@ -22,26 +22,55 @@ def command_parts(f:Callable, groups:dict[str, Callable]) -> list[Callable]:
     return [f, *getattr(f, 'modes', ()), *(groups[n] for n in params(f) if n in groups)]
 
 # %% ../nbs/api/35_flags.ipynb #38360c78
-def command_flags(f:Callable, groups:dict[str, Callable]) -> dict[Callable, dict]:
-    "{part: {parameter: its docments}} of `f`'s parts, a parameter under the first part that has it."
+def command_params(f:Callable, groups:dict[str, Callable]) -> dict[Callable, dict[str, inspect.Parameter]]:
+    "{part: {parameter: its `inspect.Parameter`}} of `f`'s parts, a parameter under the first part that has it."
     out, seen = {}, set()
     for g in command_parts(f, groups):
-        d = docments(g, full=True, returns=False, eval_str=True)
-        out[g] = {n: d[n] for n in params(g) if n not in groups and n not in seen}
+        ps = inspect.signature(g, eval_str=True).parameters  # one that `delegates` made keeps strings: eval'd here
+        ev = lambda p: p.replace(annotation=eval(p.annotation, g.__globals__)) if isinstance(p.annotation, str) else p
+        out[g] = {n: ev(ps[n]) for n in params(g) if n not in groups and n not in seen}
         seen |= set(out[g])
     return out
 
+
+# %% ../nbs/api/35_flags.ipynb #a669f80a
+def command_flags(f:Callable, groups:dict[str, Callable]) -> dict[Callable, dict]:
+    "`command_params` with each parameter's docments: its comment, type and default."
+    from fastcore.docments import docments  # here, not above: only help reads the comments (import and parse cost)
+    out = {}
+    for g, ps in command_params(f, groups).items():
+        d = docments(g, full=True, returns=False, eval_str=True); out[g] = {n: d[n] for n in ps}
+    return out
+
+
 # %% ../nbs/api/35_flags.ipynb #4f73aa77
-def _add_flag(p, name:str, d, const:dict):
-    "Add parameter `name` (its docments `d`) to parser or group `p`: --name, or --no-name for a True default."
-    flag, kw = name.replace('_', '-'), dict(dest=name, help=d.docment or '')
-    if d.anno is bool and d.default: flag, kw = f'no-{flag}', dict(kw, action='store_false', help="don't " + kw['help'])
-    elif d.anno is bool: kw['action'] = 'store_true'
-    else:
-        kw['type'] = d.anno
-        if d.default not in (None, inspect.Parameter.empty): kw['help'] += f' (default: {d.default})'
+def _add_flag(p, name:str, prm:inspect.Parameter, const:dict):
+    "Add parameter `name` to parser or group `p`: --name, or --no-name for a True default; its help comes later."
+    flag, kw, anno = name.replace('_', '-'), dict(dest=name), prm.annotation
+    if anno is bool and prm.default: flag, kw = f'no-{flag}', dict(kw, action='store_false')
+    elif anno is bool: kw['action'] = 'store_true'
+    else: kw['type'] = anno
     if name in const: kw.update(nargs='?', const=const[name])
     p.add_argument(f'--{flag}', *[f'--{flag.replace("-", "_")}'] * ('-' in flag), **kw)
+
+def _help(d, negated:bool) -> str:
+    "The help of a flag of docments `d`: its comment (`don't ...` for a --no- flag), then its default unless None."
+    h, shown = "don't " * negated + (d.docment or ''), d.default not in (None, inspect.Parameter.empty)
+    return h + f' (default: {d.default})' if shown and d.anno is not bool else h
+
+
+# %% ../nbs/api/35_flags.ipynb #a3b9ba77
+class FlagParser(argparse.ArgumentParser):
+    "An `ArgumentParser` whose flags' help comes from `flags()`, {part: {parameter: docments}}, when first formatted."
+    def __init__(self, *args, flags:Callable|None=None, **kwargs):
+        super().__init__(*args, **kwargs); self._flags = flags
+    def format_help(self) -> str:
+        if self._flags is not None:
+            docs = {n: d for part in self._flags().values() for n, d in part.items()}; self._flags = None
+            for a in self._actions:
+                if a.dest in docs: a.help = _help(docs[a.dest], isinstance(a, argparse._StoreFalseAction))
+        return super().format_help()
+
 
 # %% ../nbs/api/35_flags.ipynb #177a2bdf
 def flag_parser(prog:str,             # the program name in usage lines
@@ -51,10 +80,11 @@ def flag_parser(prog:str,             # the program name in usage lines
                 const:dict[str, str]={} # flags that may also be given bare: name -> the value they then take
                ) -> argparse.ArgumentParser:
     "The parser of command `f`: its own flags, then a group of flags per mode and group."
-    p = argparse.ArgumentParser(prog=prog, description=f.__doc__, argument_default=argparse.SUPPRESS)
-    for part, flags in command_flags(f, groups).items():
+    p = FlagParser(prog=prog, description=f.__doc__, argument_default=argparse.SUPPRESS,
+                   flags=lambda: command_flags(f, groups))
+    for part, flags in command_params(f, groups).items():
         g = p if part is f else p.add_argument_group(titles.get(part, part.__doc__.splitlines()[0]))
-        for name, d in flags.items(): _add_flag(g, name, d, const)
+        for name, prm in flags.items(): _add_flag(g, name, prm, const)
     return p
 
 # %% ../nbs/api/35_flags.ipynb #7cb471db

@@ -109,10 +109,11 @@ def fts5_search(con:sqlite3.Connection, # a database filled by `fts5_fill`
                ) -> list[tuple[int, float]]:
     "The best `k` `(passage index, -bm25)` matches of `query` within `subset`."
     if not (m := fts_query(query)): return []
-    sql = "SELECT rowid - 1, -rank FROM passages WHERE passages MATCH ? ORDER BY rank"
-    if subset is None: return [(int(i), float(s)) for i, s in con.execute(sql + " LIMIT ?", (m, int(k)))]
-    allowed = set(map(int, subset))
-    return list(islice(((int(i), float(s)) for i, s in con.execute(sql, (m,)) if i in allowed), k))
+    sql = "SELECT rowid - 1, -rank FROM passages WHERE passages MATCH ?{} ORDER BY rank"
+    if subset is None: return [(int(i), float(s)) for i, s in con.execute(sql.format('') + " LIMIT ?", (m, int(k)))]
+    if not (allowed := set(map(int, subset))): return []
+    rows = con.execute(sql.format(" AND rowid BETWEEN ? AND ?"), (m, min(allowed) + 1, max(allowed) + 1))
+    return list(islice(((int(i), float(s)) for i, s in rows if i in allowed), k))
 
 # %% ../nbs/api/07_fts.ipynb #83d1961b
 @patch_to(FTS5Retriever)

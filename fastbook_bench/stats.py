@@ -84,16 +84,17 @@ def _checked_groups(rows:list[dict], by:Sequence[str], compare:str, baseline:str
 # %% ../nbs/api/10_stats.ipynb #601e7db8
 def _metric_columns(out:list[dict],            # one summary row per method of `by`, in order; filled in place
                     by:dict[str, list[dict]],  # method -> per-question rows
-                    metric:str, baseline:str|None, level:float, n_resamples:int, seed:int):
-    "Add `metric`, its `_lo` and `_hi` interval and (with a `baseline`) its `_p_perm` and `_p_boot` p-values."
-    vals = {m: np.array([r[metric] for r in v], dtype=np.float64) for m, v in by.items()}
+                    metrics:list[str], baseline:str|None, level:float, n_resamples:int, seed:int):
+    "Add each metric, its `_lo` and `_hi` interval and (with a `baseline`) its `_p_perm` and `_p_boot` p-values."
+    vals = {(mt, m): np.array([r[mt] for r in v], dtype=np.float64) for mt in metrics for m, v in by.items()}
+    # one draw of resampled questions for every metric and method: each gets the means it would get alone
     means, qs = bootstrap_means(np.stack(list(vals.values())), n_resamples, seed), ((1 - level) / 2, (1 + level) / 2)
-    for j, (row, x) in enumerate(zip(out, vals.values())):
-        row[metric] = float(x.mean())
+    for j, ((metric, m), x) in enumerate(vals.items()):
+        row = out[list(by).index(m)]; row[metric] = float(x.mean())
         row[metric + '_lo'], row[metric + '_hi'] = (float(q) for q in np.quantile(means[:, j], qs))
         if baseline is None: continue
-        row[metric + '_p_perm'] = permutation_test(x, vals[baseline], n_resamples, seed)
-        row[metric + '_p_boot'] = paired_bootstrap_test(x, vals[baseline], n_resamples, seed)
+        row[metric + '_p_perm'] = permutation_test(x, vals[metric, baseline], n_resamples, seed)
+        row[metric + '_p_boot'] = paired_bootstrap_test(x, vals[metric, baseline], n_resamples, seed)
 
 # %% ../nbs/api/10_stats.ipynb #0de92fb2
 def summary_table(rows:list[dict],             # per-question rows (`score_rows`): any methods and chunk sizes
@@ -110,7 +111,7 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
     metrics, out = _metrics(rows, metrics), []
     for split, group_rows in _checked_groups(rows, by, compare, baseline):
         group = [{compare: m, **split, 'n_questions': len(v)} for m, v in group_rows.items()]
-        for metric in metrics: _metric_columns(group, group_rows, metric, baseline, level, n_resamples, seed)
+        _metric_columns(group, group_rows, metrics, baseline, level, n_resamples, seed)
         out += group
     return Table(out)
 
