@@ -4,15 +4,13 @@
 
 # %% ../nbs/api/05_chunking.ipynb #a08a1c0b
 from __future__ import annotations
-import hashlib, json, os, re
+import functools, hashlib, json, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
-import regex
 from fastcore.basics import patch_to
 from .core import atomic_write, cache_dir, positive_ints
 from .data import CHAPTERS, chapter_texts, data_dir
-from .sentences import split_sentences
 
 # %% auto #0
 __all__ = ['SPLITTER_VERSION', 'count_tokens', 'token_prefix', 'chunk_overlap', 'chunk_text', 'split_even', 'Corpus',
@@ -69,12 +67,17 @@ def _split_keep(text:str, sep:str) -> list[str]:
     return [p for p in [parts[0]] + [sep + p for p in parts[1:]] if p]
 
 # %% ../nbs/api/05_chunking.ipynb #66545c99
-_PHRASE_RE = regex.compile('[^,.;。？！]+[,.;。？！]?|[,.;。？！]')  # llama-index's secondary split
+@functools.cache
+def _phrases():
+    "llama-index's secondary split, compiled when first needed (`regex`, like the sentence splitter, is for chunking)."
+    import regex
+    return regex.compile('[^,.;。？！]+[,.;。？！]?|[,.;。？！]')
 
 def _split_once(text:str) -> tuple[list[str], bool]:
     "The first of paragraph/sentence/phrase/word/character splits that cuts `text`, and whether it cut sentences."
+    from fastbook_bench.sentences import split_sentences  # here, not above: a corpus read from the cache needs neither
     for pieces, whole in ((_split_keep(text, '\n\n\n'), True), (split_sentences(text), True),
-                          (_PHRASE_RE.findall(text), False), (_split_keep(text, ' '), False)):
+                          (_phrases().findall(text), False), (_split_keep(text, ' '), False)):
         if len(pieces) > 1: return pieces, whole
     return list(text), False
 
