@@ -128,7 +128,7 @@ def need(module:str):
 
 def build_fastbook(d:Path, out:Path, t:int) -> dict:
     from fastbook_bench.index import build_index
-    nb = set_numba(t); build_index(d/'corpus.jsonl', out, method='bm25')
+    nb = set_numba(t); build_index(d/'corpus.jsonl', out, method='bm25', processes=t)  # t counting processes
     settings = json.loads((out/'manifest.json').read_text()).get('settings')
     return dict(version=version('fastbook_bench'), numba=nb, settings=settings)
 

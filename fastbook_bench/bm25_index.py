@@ -4,13 +4,15 @@
 
 # %% ../nbs/api/32_bm25_index.ipynb #dc205fab
 from __future__ import annotations
-import json, mmap
-from array import array
-from collections import Counter
+import json, mmap, multiprocessing, signal, sys
+from collections import deque
+from concurrent.futures import ProcessPoolExecutor
+from itertools import chain, islice
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 import numba as nb, numpy as np
 from fastcore.basics import patch_to
+from .core import available_cores, positive_int
 from .fts import okapi_idf_df, okapi_scale, tokenize
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
@@ -22,38 +24,63 @@ __all__ = ['BM25_PARAMS', 'BLOCK', 'DENSE', 'WINDOW', 'BM25Searcher']
 # %% ../nbs/api/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
 
-# %% ../nbs/api/32_bm25_index.ipynb #354a36ad
+# %% ../nbs/api/32_bm25_index.ipynb #f1cf63ce
+def _count(texts:list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    "A batch's words in the order first met; its (word, count) pairs passage by passage; each passage's pairs, tokens."
+    toks, v = list(map(tokenize, texts)), {}
+    ids = np.array([v.setdefault(t, len(v)) for ts in toks for t in ts], np.int64); w = max(len(v), 1)
+    lens = np.fromiter(map(len, toks), np.int64, len(toks))
+    key, tfs = np.unique(np.repeat(np.arange(len(toks)), lens) * w + ids, return_counts=True)  # passage, then word
+    doc, terms = np.divmod(key, w)
+    return list(v), *(a.astype(np.int32) for a in (terms, tfs, np.bincount(doc, minlength=len(toks)), lens))
+
+# %% ../nbs/api/32_bm25_index.ipynb #a3ea9cb2
 class _Postings:
-    "The (term id, count) pairs of streamed passages, appended to files in `folder` batch by batch."
+    "The (term id, count) pairs of streamed passages, appended to files in `folder` a counted batch at a time."
     names = ('terms', 'tfs', 'uniq', 'lens')
-    def __init__(self, folder:Path, batch:int=10_000):
-        self.folder, self.batch, self.vocab, self.df = folder, batch, {}, np.zeros(0, np.int64)
+    def __init__(self, folder:Path):
+        self.folder, self.vocab, self.df = folder, {}, np.zeros(0, np.int64)
         self.files = {n: open(folder/f'{n}.tmp', 'wb') for n in self.names}
-        self.buf = {n: array('i') for n in self.names}
-    def add(self, text:str):
-        toks = tokenize(text); c = Counter(toks)  # counted as strings, in C; then each distinct word gets its id
-        b, v = self.buf, self.vocab
-        ids = list(map(v.get, c))  # known words in one C loop; a passage with a new word gives ids in order
-        b['terms'].extend(ids if None not in ids else [v.setdefault(t, len(v)) for t in c]); b['tfs'].extend(c.values())
-        b['uniq'].append(len(c)); b['lens'].append(len(toks))
-        if len(b['lens']) >= self.batch: self.flush()
+    def add(self, words:list[str], terms:np.ndarray, tfs:np.ndarray, uniq:np.ndarray, lens:np.ndarray):
+        "Append a batch that `_count` counted, its words numbered in the vocabulary."
+        v = self.vocab; terms = np.fromiter((v.setdefault(w, len(v)) for w in words), np.int32, len(words))[terms]
+        self.df = np.pad(self.df, (0, len(v) - len(self.df))) + np.bincount(terms, minlength=len(v))
+        for n, a in zip(self.names, (terms, tfs, uniq, lens)): self.files[n].write(a.tobytes())
 
-# %% ../nbs/api/32_bm25_index.ipynb #d6e10775
-@patch_to(_Postings)
-def flush(self):
-    "Write the batch's buffers to their files and add its document frequencies."
-    self.df = np.pad(self.df, (0, len(self.vocab) - len(self.df)))
-    self.df += np.bincount(np.frombuffer(self.buf['terms'], np.int32), minlength=len(self.vocab))
-    for n in self.names: self.files[n].write(self.buf[n].tobytes()); self.buf[n] = array('i')
-
-# %% ../nbs/api/32_bm25_index.ipynb #b108eff8
+# %% ../nbs/api/32_bm25_index.ipynb #fff99eff
 @patch_to(_Postings)
 def close(self) -> dict[str, np.ndarray]:
-    "Flush the last batch; the four files, memory-mapped."
-    self.flush()
+    "The four files, memory-mapped."
     for f in self.files.values(): f.close()
     fns = {n: self.folder/f'{n}.tmp' for n in self.names}
     return {n: np.memmap(fn, np.int32, 'r') if fn.stat().st_size else np.zeros(0, np.int32) for n, fn in fns.items()}
+
+# %% ../nbs/api/32_bm25_index.ipynb #0cbb8a6d
+def _batches(texts:Iterable[str], size:int) -> Iterator[list[str]]:
+    "Lists of `size` of `texts`, in order (the last may be shorter)."
+    it = iter(texts)
+    while b := list(islice(it, size)): yield b
+
+# %% ../nbs/api/32_bm25_index.ipynb #3b708087
+def _pool(processes:int) -> ProcessPoolExecutor:
+    "`processes` workers, forked on Linux (the system's default way elsewhere), Ctrl-C ignored in them."
+    ctx = multiprocessing.get_context('fork' if sys.platform.startswith('linux') else None)
+    ignore = dict(initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    return ProcessPoolExecutor(processes, mp_context=ctx, **ignore)
+
+# %% ../nbs/api/32_bm25_index.ipynb #2b6769b0
+def _counted(texts:Iterable[str], batch:int, processes:int) -> Iterator[tuple]:
+    "`_count` of each `batch` of `texts`, in order: here, or in `processes` workers if there are two batches or more."
+    it = _batches(texts, batch); head = list(islice(it, 2))
+    if processes == 1 or len(head) < 2: yield from map(_count, chain(head, it)); return
+    with _pool(processes) as ex:
+        pending = deque(ex.submit(_count, b) for b in head)
+        try:
+            for b in it:
+                pending.append(ex.submit(_count, b))
+                if len(pending) >= 2 * processes: yield pending.popleft().result()
+            while pending: yield pending.popleft().result()
+        finally: ex.shutdown(cancel_futures=True)
 
 # %% ../nbs/api/32_bm25_index.ipynb #a8fddadf
 def _term_weights(df:np.ndarray, n:int, k1:float, epsilon:float) -> tuple[np.ndarray, np.ndarray]:
@@ -127,11 +154,12 @@ def _blocks(rows:np.ndarray, scores:np.ndarray, sizes:np.ndarray) -> tuple[np.nd
 
 # %% ../nbs/api/32_bm25_index.ipynb #3afd61a8
 def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool,
-                chunk:int=1 << 22, block:int=1 << 25) -> dict:
+                processes:int|None=None, # processes that count the passages (default: one a core)
+                chunk:int=1 << 22, block:int=1 << 25, batch:int=10_000) -> dict:
     "Write a BM25 index of the streamed `texts` into `folder`, in bounded memory; the settings it used."
     k1, b, eps = BM25_PARAMS.values()
-    post = _Postings(folder)
-    for t in texts: post.add(t)
+    procs, post = available_cores() if processes is None else positive_int(processes, 'processes'), _Postings(folder)
+    for counted in _counted(texts, batch, procs): post.add(*counted)
     a = post.close(); n = len(a['lens'])
     if not len(a['terms']): raise ValueError("no passage holds a word: nothing to index")
     idf, scale = _term_weights(post.df, n, k1, eps)
@@ -323,7 +351,8 @@ def search(self, queries:list[str], k:int, batch:int=4096) -> list[list[tuple[in
     return out
 
 # %% ../nbs/api/32_bm25_index.ipynb #85016d9a
-INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, files=('postings.rows.npy', 'blocks.max.npy'),
+INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, build_options=('processes',),
+                                files=('postings.rows.npy', 'blocks.max.npy'),
                                 layout=2)  # 1: bm25s's score matrix (before 0.1.0's block-max postings)
 
 # %% ../nbs/api/32_bm25_index.ipynb #8e84df3c

@@ -137,12 +137,13 @@ def index(*,
           window:int=None,   # maxsim: word pieces per window (default: 32)
           weights:str=None,  # maxsim: query piece weights, all or idf (default: all)
           faiss:str=None,    # single_vector: add a faiss index (--faiss: default_factory's; --faiss FACTORY: any)
+          processes:int=None, # bm25: processes that count the passages (default: one a core)
           options:BuildOptions=None):
     "Build a persistent index of a corpus, to search with `search --index`."
     if corpus is None or out is None: raise ValueError("--corpus and --out are required")
     from fastbook_bench.index import build_index
     t0, o = time.perf_counter(), options or _options()
-    kind = _given(window=window, weights=weights, faiss=True if faiss == 'default' else faiss)
+    kind = _given(window=window, weights=weights, faiss=True if faiss == 'default' else faiss, processes=processes)
     folder = build_index(corpus, out, method=method, options=o, progress=o.progress, engine=engine,
                          ray_address=ray_address, **kind)
     m = json.loads((folder/'manifest.json').read_text())
