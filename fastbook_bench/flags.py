@@ -32,7 +32,6 @@ def command_params(f:Callable, groups:dict[str, Callable]) -> dict[Callable, dic
         seen |= set(out[g])
     return out
 
-
 # %% ../nbs/api/35_flags.ipynb #a669f80a
 def command_flags(f:Callable, groups:dict[str, Callable]) -> dict[Callable, dict]:
     "`command_params` with each parameter's docments: its comment, type and default."
@@ -41,7 +40,6 @@ def command_flags(f:Callable, groups:dict[str, Callable]) -> dict[Callable, dict
     for g, ps in command_params(f, groups).items():
         d = docments(g, full=True, returns=False, eval_str=True); out[g] = {n: d[n] for n in ps}
     return out
-
 
 # %% ../nbs/api/35_flags.ipynb #4f73aa77
 def _add_flag(p, name:str, prm:inspect.Parameter, const:dict):
@@ -58,7 +56,6 @@ def _help(d, negated:bool) -> str:
     h, shown = "don't " * negated + (d.docment or ''), d.default not in (None, inspect.Parameter.empty)
     return h + f' (default: {d.default})' if shown and d.anno is not bool else h
 
-
 # %% ../nbs/api/35_flags.ipynb #a3b9ba77
 class FlagParser(argparse.ArgumentParser):
     "An `ArgumentParser` whose flags' help comes from `flags()`, {part: {parameter: docments}}, when first formatted."
@@ -70,7 +67,6 @@ class FlagParser(argparse.ArgumentParser):
             for a in self._actions:
                 if a.dest in docs: a.help = _help(docs[a.dest], isinstance(a, argparse._StoreFalseAction))
         return super().format_help()
-
 
 # %% ../nbs/api/35_flags.ipynb #177a2bdf
 def flag_parser(prog:str,             # the program name in usage lines
