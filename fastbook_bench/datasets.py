@@ -77,7 +77,7 @@ def _records(path:str|Path, kind:str) -> Iterator[tuple[str, dict]]:
         if isinstance(i, bool) or not isinstance(i, (str, int)) or i == '':
             raise FormatError(f"{where}: no {kind} id (a non-empty '_id' or 'id' string)")
         i = str(i)
-        if any(c.isspace() for c in i): raise FormatError(f"{where}: {kind} id {i!r} holds whitespace")
+        if i.split() != [i]: raise FormatError(f"{where}: {kind} id {i!r} holds whitespace")  # as isspace() says
         if i in seen: raise FormatError(f"{where}: duplicate {kind} id {i!r} (first on line {seen[i]})")
         if not isinstance(o.get('text'), str): raise FormatError(f"{where}: {kind} {i!r} has no 'text' string")
         try: (i + o['text'] + (o['title'] if isinstance(o.get('title'), str) else '')).encode('utf-8')
