@@ -5,6 +5,7 @@
 # %% ../nbs/api/32_bm25_index.ipynb #dc205fab
 from __future__ import annotations
 import json, mmap, multiprocessing, signal, sys
+from array import array
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from itertools import chain, islice
@@ -27,12 +28,13 @@ BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, re
 # %% ../nbs/api/32_bm25_index.ipynb #f1cf63ce
 def _count(texts:list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     "A batch's words in the order first met; its (word, count) pairs passage by passage; each passage's pairs, tokens."
-    toks, v = list(map(tokenize, texts)), {}
-    ids = np.array([v.setdefault(t, len(v)) for ts in toks for t in ts], np.int64); w = max(len(v), 1)
-    lens = np.fromiter(map(len, toks), np.int64, len(toks))
-    key, tfs = np.unique(np.repeat(np.arange(len(toks)), lens) * w + ids, return_counts=True)  # passage, then word
-    doc, terms = np.divmod(key, w)
-    return list(v), *(a.astype(np.int32) for a in (terms, tfs, np.bincount(doc, minlength=len(toks)), lens))
+    v, ids, lens = {}, array('i'), array('i')  # a passage's tokens at a time: the batch's are never all held as strings
+    for text in texts:
+        ts = tokenize(text); lens.append(len(ts)); ids.extend([v.setdefault(t, len(v)) for t in ts])
+    w, n = max(len(v), 1), np.frombuffer(lens, np.int32)
+    key, tfs = np.unique(np.repeat(np.arange(len(n)), n) * w + np.frombuffer(ids, np.int32), return_counts=True)
+    doc, terms = np.divmod(key, w)  # sorted: passage by passage, its words in the order the batch met them
+    return list(v), *(a.astype(np.int32) for a in (terms, tfs, np.bincount(doc, minlength=len(n)), n))
 
 # %% ../nbs/api/32_bm25_index.ipynb #a3ea9cb2
 class _Postings:
