@@ -20,7 +20,7 @@ from .methods import BuildOptions
 from .retriever import DamagedScores, top_k
 
 # %% auto #0
-__all__ = ['BM25_PARAMS', 'BLOCK', 'DENSE', 'WINDOW', 'BM25Searcher']
+__all__ = ['BM25_PARAMS', 'BLOCK', 'IMPACT', 'DENSE', 'WINDOW', 'LOOKUP', 'BM25Searcher']
 
 # %% ../nbs/api/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
@@ -154,6 +154,16 @@ def _blocks(rows:np.ndarray, scores:np.ndarray, sizes:np.ndarray) -> tuple[np.nd
     first = np.repeat(starts, nb_) + BLOCK * (np.arange(nb_.sum()) - np.repeat(np.cumsum(nb_) - nb_, nb_))
     return np.maximum.reduceat(scores, first), rows[np.append(first[1:], len(rows)) - 1]
 
+# %% ../nbs/api/32_bm25_index.ipynb #03eb5024
+IMPACT = 255  # an entry's impact: its score in 255ths of its word's best, rounded up
+
+# %% ../nbs/api/32_bm25_index.ipynb #259856c0
+def _impacts(scores:np.ndarray, sizes:np.ndarray) -> np.ndarray:
+    "Scores of consecutive columns of `sizes` entries in `IMPACT`ths of their column's best, rounded up; 0 if <= 0."
+    best = np.repeat(np.maximum.reduceat(scores, np.cumsum(sizes) - sizes), sizes)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        return np.where(best > 0, np.clip(np.ceil(scores / best * IMPACT), 0, IMPACT), 0).astype(np.uint8)
+
 # %% ../nbs/api/32_bm25_index.ipynb #3afd61a8
 def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool,
                 processes:int|None=None, # processes that count the passages (default: one a core)
@@ -168,7 +178,7 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     norm, uniq, top = _norms(np.array(a['lens']), k1, b), np.array(a['uniq']), int(a['tfs'].max())
     tf_type = np.min_scalar_type(top); del a
     indptr = np.concatenate([[0], np.cumsum(post.df)]).astype(np.int64); np.save(folder/'postings.indptr.npy', indptr)
-    for nm, dt in (('rows', np.int32), ('tfs', tf_type)):
+    for nm, dt in (('rows', np.int32), ('tfs', tf_type), ('impacts', np.uint8)):
         np.lib.format.open_memmap(folder/f'postings.{nm}.npy', 'w+', dt, (int(indptr[-1]),)).flush()
     ends = np.cumsum(uniq, dtype=np.int64)
     runs = [(d0, d1, ends[d0 - 1] if d0 else 0, ends[d1 - 1]) for d0, d1 in _runs(ends, chunk)]
@@ -176,7 +186,8 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     best, last = [], []
     for t0, t1 in _runs(indptr[1:], block):
         rows, tfs, scores = _block(folder, t0, t1, indptr, runs, uniq, score, tf_type)
-        for nm, v in (('rows', rows), ('tfs', tfs)): _write_at(folder/f'postings.{nm}.npy', int(indptr[t0]), v)
+        for nm, v in (('rows', rows), ('tfs', tfs), ('impacts', _impacts(scores, post.df[t0:t1]))):
+            _write_at(folder/f'postings.{nm}.npy', int(indptr[t0]), v)
         for out, v in zip((best, last), _blocks(rows, scores, post.df[t0:t1])): out.append(v)
     best, bptr = np.concatenate(best), np.concatenate([[0], np.cumsum(-(-post.df // BLOCK))]).astype(np.int64)
     for nm, v in (('blocks.max', best), ('blocks.last', np.concatenate(last)), ('blocks.indptr', bptr),
@@ -185,8 +196,8 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     (folder/'vocab.json').write_text(json.dumps(post.vocab, ensure_ascii=False), encoding='utf-8')
     for nm in _Postings.names: (folder/f'{nm}.tmp').unlink()
     return dict(BM25_PARAMS, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi',
-                postings=f'rows int32, counts {np.dtype(tf_type).name}, blocks of {BLOCK}',
-                search='MaxScore, block-max')
+                postings=f'rows int32, counts {np.dtype(tf_type).name}, impacts uint8, blocks of {BLOCK}',
+                search='MaxScore, block-max; windows of impacts')
 
 # %% ../nbs/api/32_bm25_index.ipynb #77517f7a
 def _mapped(fn:Path) -> tuple[np.ndarray, mmap.mmap]:
@@ -206,7 +217,8 @@ def _full(toks, indptr, rows, tfs, idf, scale, norm) -> np.ndarray:
 
 # %% ../nbs/api/32_bm25_index.ipynb #fc9cc4dd
 _ARRAYS = ('postings.indptr', 'postings.rows', 'postings.tfs', 'blocks.indptr', 'blocks.last', 'blocks.max',
-           'terms.max', 'terms.idf', 'terms.scale', 'docs.norm')  # the order the compiled search takes them in
+           'terms.max', 'terms.idf', 'terms.scale', 'docs.norm',
+           'postings.impacts')  # the order the compiled search takes them in
 
 # %% ../nbs/api/32_bm25_index.ipynb #f1c28a0d
 class BM25Searcher:
@@ -221,7 +233,7 @@ class BM25Searcher:
         v = self.vocab; return np.array([v[w] for w in tokenize(query) if w in v], np.int64)
     def scores(self, query:str) -> np.ndarray:
         "The score of every passage for `query`."
-        a = self.arrays; return _full(self.ids(query), *a[:3], *a[7:])
+        a = self.arrays; return _full(self.ids(query), *a[:3], *a[7:10])
     def release(self):
         "Unmap the pages read so far (they stay in the page cache)."
         for mm in self.maps: mm.madvise(mmap.MADV_DONTNEED)
@@ -245,7 +257,7 @@ def _sift(hs, hr, i:int, h:int):
 
 # %% ../nbs/api/32_bm25_index.ipynb #12268840
 @nb.njit(cache=True, nogil=True)
-def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, out_r, out_s,
+def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, imp, out_r, out_s,
               prime=1 << 16) -> int:
     "Top `k` of term ids `toks` into `out_r`, `out_s`: how many; -1: score every passage instead; -2: damaged."
     if len(toks) == 0: return -1
@@ -260,8 +272,9 @@ def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, n
     many = (end - pos).sum() >= prime  # a floor for theta first (see "Queries of frequent words")
     th = fl = _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) if many else -np.inf
     while e < m and pre[e] * (1 + 1e-9) <= th: e += 1
-    if fl > -np.inf and (end - pos)[order[e:]].sum() >= DENSE * len(norm):  # most passages hold an essential word
-        return _windows(u, tj, mult, k, fl, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm, out_r, out_s)
+    if fl > -np.inf and (end - pos).sum() >= DENSE * len(norm):  # windows pay (see "Whole windows")
+        return _windows(u, tj, mult, k, fl, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, imp,
+                        out_r, out_s)
     while e < m:  # words order[e:] are essential
         d = big
         for i in range(e, m):
@@ -355,11 +368,12 @@ def search(self, queries:list[str], k:int, batch:int=4096) -> list[list[tuple[in
 # %% ../nbs/api/32_bm25_index.ipynb #85016d9a
 INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, build_options=('processes',),
                                 files=('postings.rows.npy', 'blocks.max.npy'),
-                                layout=2)  # 1: bm25s's score matrix (before 0.1.0's block-max postings)
+                                layout=3)  # 1: bm25s's score matrix (before 0.1.0's block-max postings); 2: no impacts
 
 # %% ../nbs/api/32_bm25_index.ipynb #8e84df3c
-DENSE = 0.5  # entries a passage in its essential columns from which windows pay
+DENSE = 0.05  # entries a passage in the query's columns from which windows pay
 WINDOW = 4096  # passages a window
+LOOKUP = 16  # a word's entries in a window a passage looked up costs (a word is added whole when cheaper)
 
 # %% ../nbs/api/32_bm25_index.ipynb #01ef8ca0
 @nb.njit(cache=True, nogil=True, inline='always')
@@ -389,12 +403,23 @@ def _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) -> 
     f = np.partition(xs, len(xs) - k)[len(xs) - k]
     return f if np.isfinite(f) and f > 0 else -np.inf
 
+# %% ../nbs/api/32_bm25_index.ipynb #d714b5d4
+@nb.njit(cache=True, nogil=True, inline='always')
+def _add(acc, w0:int, rows, imp, p0:int, p1:int, w:float):
+    "Add the bounds `imp * w` of entries `p0:p1` into the window `acc` of passages from row `w0`."
+    for p in range(p0, p1): acc[rows[p] - w0] += imp[p] * w
+
 # %% ../nbs/api/32_bm25_index.ipynb #b57139ab
 @nb.njit(cache=True, nogil=True)
-def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm, out_r, out_s) -> int:
-    "`_maxscore`'s top `k`, `WINDOW` passages at a time word by word; a window whose blocks stay below `th` skipped."
-    m, n = len(u), len(norm); acc, hs, hr = np.zeros(WINDOW), np.empty(k), np.empty(k, np.int64); h, theta = 0, 0.0
+def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, imp, out_r, out_s,
+             lookup=LOOKUP) -> int:
+    "`_maxscore`'s top `k`, `WINDOW` passages at a time: bounds from impacts, exact scores where they may enter."
+    m, n, mg = len(u), len(norm), 1 + 1e-9
+    acc, hs, hr, h = np.zeros(WINDOW), np.empty(k), np.empty(k, np.int64), 0
     blk, nxt, p0, p1 = bptr[u].copy(), bptr[u].copy(), np.zeros(m, np.int64), np.zeros(m, np.int64)
+    cur, at = np.zeros(m, np.int64), np.zeros(m, np.int64)
+    w, c, wb, pre, lpre = tmax[u] / IMPACT * mult, np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
+    order, lk, look = np.arange(m), np.zeros(m, np.int64), np.zeros(m, np.bool_)
     for w0 in range(0, n, WINDOW):
         w1, bound = min(n, w0 + WINDOW), 0.0
         for q in range(m):  # each word's blocks overlapping the window: their best score
@@ -405,22 +430,62 @@ def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, idf, scal
                 best = max(best, bmax[b])
                 if blast[b] >= w1: break
                 b += 1
-            nxt[q] = b; bound += best * mult[q]
-        if bound * (1 + 1e-9) <= th: continue
-        for q in range(m):  # each word's entries in the window
-            p0[q], p1[q] = _at(rows, indptr, bptr, u[q], blk[q], w0), _at(rows, indptr, bptr, u[q], nxt[q], w1)
-        for j in tj:
-            it, sc = idf[u[j]], scale[u[j]]
-            for p in range(p0[j], p1[j]): acc[rows[p] - w0] += _okapi(tfs[p], norm[rows[p]], it, sc)
-        for i in range(w1 - w0):
-            x = acc[i]
-            if x <= theta: continue  # theta is 0 until the heap is full; a NaN goes on
-            if not np.isfinite(x): return -2
-            if h < k:
-                hs[h], hr[h] = x, w0 + i; h += 1
-                if h < k: continue
-                for z in range(k // 2 - 1, -1, -1): _sift(hs, hr, z, k)
-            else: hs[0], hr[0] = x, w0 + i; _sift(hs, hr, 0, k)
-            theta = hs[0]; th = max(th, theta)
-        acc[:w1 - w0] = 0.0
+            nxt[q] = b; wb[q] = best * mult[q]; bound += wb[q]
+        if bound * mg <= th: continue
+        for i in range(m):  # each word's entries in the window; the words by their bound there, the least first
+            q = order[i]; p0[q] = cur[q] = _at(rows, indptr, bptr, u[q], blk[q], w0); look[q] = False
+            p1[q] = _at(rows, indptr, bptr, u[q], nxt[q], w1); j = i
+            while j > 0 and wb[order[j - 1]] > wb[q]: order[j] = order[j - 1]; j -= 1
+            order[j] = q
+        e, x = 0, 0.0
+        for i in range(m): x += wb[order[i]]; pre[i] = x
+        while e < m and pre[e] * mg <= th: e += 1
+        for i in range(e, m): _add(acc, w0, rows, imp, p0[order[i]], p1[order[i]], w[order[i]])  # the essential words
+        if e:  # the others: added whole, or looked up for the passages that can still enter if those are few
+            lim, few = th / mg - pre[e - 1], 0
+            for i in range(w1 - w0): few += acc[i] >= lim
+            for i in range(e - 1, -1, -1):
+                q = order[i]
+                if p1[q] - p0[q] > lookup * few: look[q] = True
+                else: _add(acc, w0, rows, imp, p0[q], p1[q], w[q])
+        nl, x = 0, 0.0
+        for i in range(e):
+            if look[order[i]]: lk[nl] = order[i]; x += wb[order[i]]; lpre[nl] = x; nl += 1
+        rest = lpre[nl - 1] if nl else 0.0
+        for f in range(0, w1 - w0, 64):  # 64 passages at a time: can any enter?
+            g, lim, hit = min(f + 64, w1 - w0), th / mg - rest, 0
+            for i in range(f, g): hit += acc[i] >= lim
+            if not hit: acc[f:g] = 0.0; continue
+            for i in range(f, g):
+                s, d, ok = acc[i], w0 + i, True
+                if s == 0.0 or (s + rest) * mg <= th: continue
+                for r in range(nl - 1, -1, -1):  # the looked-up words, the best first, while they can still matter
+                    q = lk[r]; t = u[q]; at[q] = -1
+                    if (s + lpre[r]) * mg <= th: ok = False; break
+                    b, be = blk[q], bptr[t + 1]
+                    while b < be and blast[b] < d: b += 1
+                    blk[q] = b
+                    if b == be: continue
+                    if (s + bmax[b] * mult[q] + (lpre[r - 1] if r else 0.0)) * mg <= th: ok = False; break
+                    p = max(cur[q], indptr[t] + (b - bptr[t]) * BLOCK)
+                    while rows[p] < d: p += 1
+                    cur[q] = p
+                    if rows[p] == d: s += imp[p] * w[q]; at[q] = p
+                if not ok or s * mg <= th: continue
+                for q in range(m):  # the exact score: each word's count, added in the query's order
+                    if not look[q]:
+                        p = cur[q] + np.searchsorted(rows[cur[q]:p1[q]], d); cur[q] = p
+                        at[q] = p if p < p1[q] and rows[p] == d else -1
+                    c[q] = _okapi(tfs[at[q]], norm[d], idf[u[q]], scale[u[q]]) if at[q] >= 0 else 0.0
+                x = 0.0
+                for j in tj: x += c[j]
+                if not np.isfinite(x): return -2
+                if h < k:
+                    hs[h], hr[h] = x, d; h += 1
+                    if h < k: continue
+                    for z in range(k // 2 - 1, -1, -1): _sift(hs, hr, z, k)
+                elif _worse(hs[0], hr[0], x, d): hs[0], hr[0] = x, d; _sift(hs, hr, 0, k)
+                else: continue
+                th = max(th, hs[0])
+            acc[f:g] = 0.0
     return _finish(hs, hr, h, k, n, out_r, out_s)
