@@ -373,7 +373,17 @@ INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, build_options
 # %% ../nbs/api/32_bm25_index.ipynb #8e84df3c
 DENSE = 0.05  # entries a passage in the query's columns from which windows pay
 WINDOW = 4096  # passages a window
-LOOKUP = 16  # a word's entries in a window a passage looked up costs (a word is added whole when cheaper)
+LOOKUP = 16.0  # a word's entries in a window a passage looked up costs (a word is added whole when cheaper)
+
+# %% ../nbs/api/32_bm25_index.ipynb #cb37928a
+@nb.njit(cache=True, nogil=True, inline='always')
+def _first(a, lo:int, hi:int, x) -> int:
+    "The first index of `lo:hi` where the ascending `a` is at least `x` (`hi` if none)."
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x: lo = mid + 1
+        else: hi = mid
+    return lo
 
 # %% ../nbs/api/32_bm25_index.ipynb #01ef8ca0
 @nb.njit(cache=True, nogil=True, inline='always')
@@ -381,26 +391,30 @@ def _at(rows, indptr, bptr, t:int, b:int, r:int) -> int:
     "The first entry of word `t`'s column at or after row `r`, looked for in its block `b` (the column's end past it)."
     if b >= bptr[t + 1]: return indptr[t + 1]
     p0 = indptr[t] + (b - bptr[t]) * BLOCK; p1 = min(indptr[t + 1], p0 + BLOCK)
-    return p0 + np.searchsorted(rows[p0:p1], r)
+    return _first(rows, p0, p1, r)
 
 # %% ../nbs/api/32_bm25_index.ipynb #42439bc4
 @nb.njit(cache=True, nogil=True)
 def _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) -> float:
-    "At most the `k`-th best score: the `k`-th exact score of the passages of each word's best block (-inf: none)."
-    m = len(u); cand = np.empty(m * BLOCK, np.int64); n = 0
-    for t in u:
-        p0 = indptr[t] + np.argmax(bmax[bptr[t]:bptr[t + 1]]) * BLOCK; p1 = min(indptr[t + 1], p0 + BLOCK)
-        cand[n:n + p1 - p0] = rows[p0:p1]; n += p1 - p0
-    cand = np.unique(cand[:n]); c, xs = np.zeros(m), np.empty(len(cand))
-    if len(cand) < k: return -np.inf
-    for i, d in enumerate(cand):
-        for q, t in enumerate(u):
-            p = _at(rows, indptr, bptr, t, bptr[t] + np.searchsorted(blast[bptr[t]:bptr[t + 1]], d), d)
-            c[q] = _okapi(tfs[p], norm[d], idf[t], scale[t]) if p < indptr[t + 1] and rows[p] == d else 0.0
-        x = 0.0
-        for j in tj: x += c[j]  # added in the query's order
-        xs[i] = x
-    f = np.partition(xs, len(xs) - k)[len(xs) - k]
+    "At most the `k`-th best score, from the passages of each word's best block (-inf: fewer than `k` of them)."
+    m, n = len(u), 0; cand, cw, cc = np.empty(m * BLOCK, np.int64), np.empty(m * BLOCK, np.int64), np.empty(m * BLOCK)
+    for q in range(m):  # each word's best block: its passages and their scores for the word
+        t = u[q]; p0 = indptr[t] + np.argmax(bmax[bptr[t]:bptr[t + 1]]) * BLOCK
+        for p in range(p0, min(indptr[t + 1], p0 + BLOCK)):
+            cand[n], cw[n], cc[n] = rows[p], q, _okapi(tfs[p], norm[rows[p]], idf[t], scale[t]); n += 1
+    docs = np.unique(cand[:n])
+    if len(docs) < k: return -np.inf
+    c, xs, cq = np.zeros((len(docs), m)), np.zeros(len(docs)), np.zeros(m)
+    for i in range(n): c[_first(docs, 0, len(docs), cand[i]), cw[i]] = cc[i]
+    for i in range(len(docs)):
+        for j in tj: xs[i] += c[i, j]  # in the query's order: at most the passage's score
+    top = docs[np.argsort(xs)[-2 * k:]]; ys = np.zeros(len(top))
+    for i, d in enumerate(top):  # the best of them scored exactly, each word looked up
+        for q in range(m):
+            t = u[q]; p = _at(rows, indptr, bptr, t, _first(blast, bptr[t], bptr[t + 1], d), d)
+            cq[q] = _okapi(tfs[p], norm[d], idf[t], scale[t]) if p < indptr[t + 1] and rows[p] == d else 0.0
+        for j in tj: ys[i] += cq[j]
+    f = max(np.partition(xs, len(xs) - k)[len(xs) - k], np.partition(ys, len(ys) - k)[len(ys) - k])
     return f if np.isfinite(f) and f > 0 else -np.inf
 
 # %% ../nbs/api/32_bm25_index.ipynb #d714b5d4
@@ -474,7 +488,7 @@ def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, tmax, idf
                 if not ok or s * mg <= th: continue
                 for q in range(m):  # the exact score: each word's count, added in the query's order
                     if not look[q]:
-                        p = cur[q] + np.searchsorted(rows[cur[q]:p1[q]], d); cur[q] = p
+                        p = _first(rows, cur[q], p1[q], d); cur[q] = p
                         at[q] = p if p < p1[q] and rows[p] == d else -1
                     c[q] = _okapi(tfs[at[q]], norm[d], idf[u[q]], scale[u[q]]) if at[q] >= 0 else 0.0
                 x = 0.0
