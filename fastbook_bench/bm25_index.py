@@ -158,11 +158,15 @@ def _blocks(rows:np.ndarray, scores:np.ndarray, sizes:np.ndarray) -> tuple[np.nd
 IMPACT = 255  # an entry's impact: its score in 255ths of its word's best, rounded up
 
 # %% ../nbs/api/32_bm25_index.ipynb #259856c0
-def _impacts(scores:np.ndarray, sizes:np.ndarray) -> np.ndarray:
+def _impacts(scores:np.ndarray, sizes:np.ndarray, run:int=1 << 20) -> np.ndarray:
     "Scores of consecutive columns of `sizes` entries in `IMPACT`ths of their column's best, rounded up; 0 if <= 0."
-    best = np.repeat(np.maximum.reduceat(scores, np.cumsum(sizes) - sizes), sizes)
-    with np.errstate(divide='ignore', invalid='ignore'):
-        return np.where(best > 0, np.clip(np.ceil(scores / best * IMPACT), 0, IMPACT), 0).astype(np.uint8)
+    ends, out = np.cumsum(sizes), np.empty(len(scores), np.uint8)
+    for c0, c1 in _runs(ends, run):  # whole columns, about `run` scores at a time: a block's copies would weigh GBs
+        p0, p1, n = ends[c0 - 1] if c0 else 0, ends[c1 - 1], sizes[c0:c1]
+        best = np.repeat(np.maximum.reduceat(scores[p0:p1], np.cumsum(n) - n), n)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            out[p0:p1] = np.where(best > 0, np.clip(np.ceil(scores[p0:p1] / best * IMPACT), 0, IMPACT), 0)
+    return out
 
 # %% ../nbs/api/32_bm25_index.ipynb #3afd61a8
 def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool,
