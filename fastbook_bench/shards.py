@@ -195,6 +195,60 @@ def _candidates(s:np.ndarray,  # float32 scores, one row per query
     return rows[q], c
 
 # %% ../nbs/api/17_shards.ipynb #f8e58a71
+_NONE = np.iinfo(np.int64).max  # the row of an empty place: after every row, even at a score of -inf
+
+def _best_arrays(best:list[list[tuple[int, float]]], # `merge_top_k`'s lists, one per query
+                 k:int # places a query
+                ) -> tuple[np.ndarray, np.ndarray]:
+    "(rows, scores) arrays of `k` places a query holding `best`; an empty place holds `_NONE` and -inf."
+    rows, scores = np.full((len(best), k), _NONE, np.int64), np.full((len(best), k), -np.inf)
+    for i, b in enumerate(best):
+        if b := b[:k]: rows[i, :len(b)], scores[i, :len(b)] = zip(*b)
+    return rows, scores
+
+def _best_lists(rows:np.ndarray, scores:np.ndarray) -> list[list[tuple[int, float]]]:
+    "`_best_arrays`' arrays as `merge_top_k`'s lists, without the empty places."
+    return [[(r, s) for r, s in zip(rr, ss) if r != _NONE] for rr, ss in zip(rows.tolist(), scores.tolist())]
+
+def _merge(rows:np.ndarray, scores:np.ndarray, # `_best_arrays`' arrays, changed in place
+           q:np.ndarray, r:np.ndarray, s:np.ndarray # new (query, row, score) triples
+          ):
+    "Each query's k best of its places and its new triples, as `merge_top_k` orders them: higher score, then lower row."
+    if not len(q): return
+    k, qs = rows.shape[1], np.unique(q)
+    q, r, s = np.r_[np.repeat(qs, k), q], np.r_[rows[qs].ravel(), r], np.r_[scores[qs].ravel(), s]
+    o = np.lexsort((r, -s, q))
+    keep = o[(np.searchsorted(q[o], qs)[:, None] + np.arange(k)).ravel()]  # the first k of each query's group
+    rows[qs], scores[qs] = r[keep].reshape(-1, k), s[keep].reshape(-1, k)
+
+
+# %% ../nbs/api/17_shards.ipynb #5a693105
+def _queries(queries:np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    "The queries as `_shortlist` uses them: float64, float32, each one's sum of absolute values, all finite or not."
+    q64 = np.asarray(queries, np.float64); q32 = q64.astype(np.float32)
+    return q64, q32, np.abs(q64).sum(1), bool(np.isfinite(q32).all())
+
+def _shortlist(q:tuple, vectors:np.ndarray, rows:np.ndarray, scores:np.ndarray, *, start:int, block:int):
+    "`threshold_top_k` of `_queries` `q`, merged into `_best_arrays`' `rows` and `scores` in place."
+    (q64, q32, l1, finite), k = q, rows.shape[1]
+    thr, buf = scores[:, k - 1], np.empty((len(q32), min(block, len(vectors))), np.float32)  # thr: kept by _merge
+    for b in range(0, len(vectors), block):
+        v = vectors[b:b + block]
+        err = _float32_error(l1, v) if finite else None
+        if err is None:  # the exact path: it reports NaN and inf
+            top = shard_top_k(q64, v, k, start=start + b, block=len(v))
+            flat = [p for t in top for p in t]
+            _merge(rows, scores, np.repeat(np.arange(len(top)), [len(t) for t in top]),
+                   np.array([p[0] for p in flat], np.int64), np.array([p[1] for p in flat], np.float64))
+            continue
+        s, lim = np.matmul(q32, v.T, out=buf[:, :len(v)]), thr - err
+        if (short := np.isinf(thr)).any() and len(v) > k:  # fewer than k so far: the block's own k-th bounds it
+            lim[short] = np.partition(s[short], len(v) - k, axis=1)[:, len(v) - k] - 2 * err[short]
+        if not len(qi := (c := _candidates(s, lim))[0]): continue
+        cols, ci = np.unique(c[1], return_inverse=True); qs, qj = np.unique(qi, return_inverse=True)
+        exact = shard_scores(q64[qs], v[cols])[qj, ci]  # the very scores shard_top_k ranks
+        _merge(rows, scores, qi, start + b + cols[ci], exact.astype(np.float64))
+
 def threshold_top_k(queries:np.ndarray, # one query vector per row
                     vectors:np.ndarray, # one shard's vectors (memory-mapped)
                     k:int=10,           # results per query
@@ -203,29 +257,9 @@ def threshold_top_k(queries:np.ndarray, # one query vector per row
                     best:list|None=None # each query's best so far (`merge_top_k`'s lists), continued
                    ) -> list[list[tuple[int, float]]]:
     "`shard_top_k` merged into `best`: float32 scores shortlist the rows that could beat each query's k-th best."
-    best = [list(b) for b in best] if best is not None else [[] for _ in range(len(queries))]
-    if k < 1: return merge_top_k(best, shard_top_k(queries, vectors, k, start=start, block=block), k)
-    q64 = np.asarray(queries, np.float64); q32, l1 = q64.astype(np.float32), np.abs(q64).sum(1)
-    kth = lambda: np.array([b[k - 1][1] if len(b) >= k else -np.inf for b in best])
-    thr = kth()
-    for b in range(0, len(vectors), block):
-        v = vectors[b:b + block]
-        err = _float32_error(l1, v) if np.isfinite(q32).all() else None
-        if err is None:  # the exact path: it reports NaN and inf
-            best = merge_top_k(best, shard_top_k(queries, v, k, start=start + b, block=len(v)), k)
-            thr = kth(); continue
-        s, lim = q32 @ v.T, thr - err
-        if (short := np.isinf(thr)).any() and len(v) > k:  # fewer than k so far: the block's own k-th bounds it
-            lim[short] = np.partition(s[short], len(v) - k, axis=1)[:, len(v) - k] - 2 * err[short]
-        if not len(qi := (c := _candidates(s, lim))[0]): continue
-        rows, ri = np.unique(c[1], return_inverse=True); qs, qj = np.unique(qi, return_inverse=True)
-        exact = shard_scores(q64[qs], v[rows])[qj, ri]  # the very scores shard_top_k ranks
-        cut = np.r_[np.flatnonzero(np.diff(qi)) + 1, len(qi)]  # each query's candidates, together
-        for j, lo, hi in zip(qs, np.r_[0, cut[:-1]], cut):
-            new = [(start + b + int(rows[r]), float(x)) for r, x in zip(ri[lo:hi], exact[lo:hi])]
-            best[j] = sorted(best[j] + new, key=lambda p: (-p[1], p[0]))[:k]
-            thr[j] = best[j][k - 1][1] if len(best[j]) >= k else -np.inf
-    return best
+    rows, scores = _best_arrays(best if best is not None else [[] for _ in range(len(queries))], positive_int(k, 'k'))
+    _shortlist(_queries(queries), vectors, rows, scores, start=start, block=block)
+    return _best_lists(rows, scores)
 
 # %% ../nbs/api/17_shards.ipynb #ae9ff0a7
 def read_ahead(vectors:np.ndarray # a memory-mapped array (`iter_shards`' vectors)
@@ -241,15 +275,15 @@ def read_ahead(vectors:np.ndarray # a memory-mapped array (`iter_shards`' vector
 def _stream(folder:str|Path, queries:np.ndarray, k:int, block:int, picks:list[int], stop:threading.Event|None=None
            ) -> list[list[tuple[int, float]]]:
     "`threshold_top_k` over the shards at positions `picks`, in order, reading each next one ahead; ends when `stop`."
-    best, picks = [[] for _ in range(len(queries))], set(picks)
+    q, (rows, scores), picks = _queries(queries), _best_arrays([[] for _ in range(len(queries))], k), set(picks)
     todo = (shard for i, shard in enumerate(iter_shards(folder)) if i in picks)
     nxt = next(todo, None)
     while nxt is not None and not (stop and stop.is_set()):  # one shard mapped at a time, and the next
         (start, vecs), nxt = nxt, next(todo, None)
         if nxt is not None: read_ahead(nxt[1])  # the disk reads the next shard while this one is scored
-        try: best = threshold_top_k(queries, vecs, k, start=start, block=block, best=best)
+        try: _shortlist(q, vecs, rows, scores, start=start, block=block)
         except DamagedScores as e: raise DamagedScores(f"{Path(vecs.filename).name}: {e}") from None
-    return best
+    return _best_lists(rows, scores)
 
 def search_shards(folder:str|Path,    # a finished shard folder
                   queries:np.ndarray, # one query vector per row
@@ -259,7 +293,7 @@ def search_shards(folder:str|Path,    # a finished shard folder
                   threads:int|None=None # threads searching shards at once, BLAS on one each (default: every core)
                  ) -> list[list[tuple[int, float]]]:
     "The best `k` (row, score) pairs of each query over the shards, streamed with a running top-k and threshold."
-    n = available_cores() if threads is None else positive_int(threads, 'threads')
+    n, k = available_cores() if threads is None else positive_int(threads, 'threads'), positive_int(k, 'k')
     listing, keep = read_listing(folder) or {}, None if shards is None else set(shards)
     picks = [i for i in range(len(listing.get('shards', []))) if keep is None or i in keep]
     if n == 1 or len(picks) < 2: return _stream(folder, queries, k, block, picks)
