@@ -46,17 +46,19 @@ def _question_row(row:dict, model:str, cs:int, corpus) -> dict:
                 passages=json.dumps([corpus.passages[i] for i in ids]))
 
 # %% ../nbs/api/26_bench.ipynb #0969f5e8
-def _run_chunk_size(methods:list[Method], cs:int, questions:list[dict], alt:dict, k:int, data, o:BuildOptions):
+def _run_chunk_size(methods:list[Method], cs:int, questions:list[dict], alt:dict, k:int, data, o:BuildOptions,
+                    last:bool=True):
     "Summary and per-question rows of `methods` over the chapters chunked at `cs` tokens."
     corpus, summary, per_q = build_corpus(data, chunk_size=cs, cache=o.cache), [], []
     normalize_all(corpus.passages, cache=o.cache)  # the passages, and the questions' contexts, from the cache if there
     normalize_all([c for q in questions for ac in q['answer_context'] for c in ac['context'] if c], cache=o.cache)
-    for m in methods:
+    for i, m in enumerate(methods):
         r = get_retriever(m.name, corpus.passages, o, labels=corpus.chapters, alt_queries=alt)
         rows = score_retriever(r, corpus, questions, name=m.name, k=k, progress=o.progress)
         summary.append(_summary_row(rows, r.model, cs, k))
         per_q += [_question_row(row, r.model, cs, corpus) for row in rows]
-        del r; gc.collect()  # its model goes before the next method's loads: one model in memory at a time
+        del r  # its model goes before the next method's loads: one model in memory at a time
+        if not (last and i == len(methods) - 1): gc.collect()  # none loads after the run's last
     return summary, per_q
 
 # %% ../nbs/api/26_bench.ipynb #cbb8c06c
@@ -86,8 +88,8 @@ def run_benchmark(methods:str|Sequence[str]|None=None, # names, comma-separated 
     if out is not None: check_writable(out, 'out', folder=True)
     questions = load_benchmark(data)
     alt, summary, per_q = _alt_queries(ms, questions, data), [], []
-    for cs in sizes:
-        s, p = _run_chunk_size(ms, cs, questions, alt, k, data, o)
+    for j, cs in enumerate(sizes):
+        s, p = _run_chunk_size(ms, cs, questions, alt, k, data, o, last=j == len(sizes) - 1)
         summary, per_q = summary + s, per_q + p
     if out is not None and summary:
         _write_results(out, summary, per_q)
