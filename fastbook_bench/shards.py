@@ -153,13 +153,49 @@ def shard_scores(queries:np.ndarray, # one query vector per row
     "The dot product of each query with each vector, summed in float64 and rounded to float32."
     return (np.asarray(queries, np.float64) @ np.asarray(vectors, np.float64).T).astype(np.float32)
 
+# %% ../nbs/api/17_shards.ipynb #f8e58a71
+_NONE = np.iinfo(np.int64).max  # the row of an empty place: after every row, even at a score of -inf
+
+def _triples(best:list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    "(query, row, score) arrays of (row, score) lists, one list per query."
+    flat = [p for b in best for p in b]
+    return (np.repeat(np.arange(len(best)), [len(b) for b in best]), np.array([p[0] for p in flat], np.int64),
+            np.array([p[1] for p in flat], np.float64))
+
+def _merge(rows:np.ndarray, scores:np.ndarray, # `_best_arrays`' arrays, changed in place
+           q:np.ndarray, r:np.ndarray, s:np.ndarray # new (query, row, score) triples
+          ):
+    "Each query's k best of its places and its new triples: higher score first, then lower row."
+    if not len(q): return
+    k, qs = rows.shape[1], np.unique(q)
+    q, r, s = np.r_[np.repeat(qs, k), q], np.r_[rows[qs].ravel(), r], np.r_[scores[qs].ravel(), s]
+    o = np.lexsort((r, -s, q))
+    keep = o[(np.searchsorted(q[o], qs)[:, None] + np.arange(k)).ravel()]  # the first k of each query's group
+    rows[qs], scores[qs] = r[keep].reshape(-1, k), s[keep].reshape(-1, k)
+
+def _best_arrays(best:list[list[tuple[int, float]]], # (row, score) lists, one per query
+                 k:int # places a query
+                ) -> tuple[np.ndarray, np.ndarray]:
+    "(rows, scores) arrays of `k` places a query holding the best of `best`; an empty place holds `_NONE` and -inf."
+    rows, scores = np.full((len(best), k), _NONE, np.int64), np.full((len(best), k), -np.inf)
+    _merge(rows, scores, *_triples(best))
+    return rows, scores
+
+def _best_lists(rows:np.ndarray, scores:np.ndarray) -> list[list[tuple[int, float]]]:
+    "`_best_arrays`' arrays as (row, score) lists, without the empty places."
+    return [[(r, s) for r, s in zip(rr, ss) if r != _NONE] for rr, ss in zip(rows.tolist(), scores.tolist())]
+
+
 # %% ../nbs/api/17_shards.ipynb #c94ea041
 def merge_top_k(a:list[list[tuple[int, float]]], # (row, score) lists, one per query
                 b:list[list[tuple[int, float]]], # the same queries' lists over other rows
                 k:int # results per query
                ) -> list[list[tuple[int, float]]]:
     "The `k` best of each query's two lists: higher score first, then lower row."
-    return [sorted(x + y, key=lambda p: (-p[1], p[0]))[:k] for x, y in zip(a, b, strict=True)]
+    if len(a) != len(b): raise ValueError(f"lists of {len(a)} and of {len(b)} queries")
+    rows, scores = _best_arrays(a, k)
+    _merge(rows, scores, *_triples(b))
+    return _best_lists(rows, scores)
 
 # %% ../nbs/api/17_shards.ipynb #bd9246f3
 def shard_top_k(queries:np.ndarray, # one query vector per row
@@ -194,34 +230,6 @@ def _candidates(s:np.ndarray,  # float32 scores, one row per query
     q, c = np.nonzero(s[rows] >= lim[rows, None])
     return rows[q], c
 
-# %% ../nbs/api/17_shards.ipynb #f8e58a71
-_NONE = np.iinfo(np.int64).max  # the row of an empty place: after every row, even at a score of -inf
-
-def _best_arrays(best:list[list[tuple[int, float]]], # `merge_top_k`'s lists, one per query
-                 k:int # places a query
-                ) -> tuple[np.ndarray, np.ndarray]:
-    "(rows, scores) arrays of `k` places a query holding `best`; an empty place holds `_NONE` and -inf."
-    rows, scores = np.full((len(best), k), _NONE, np.int64), np.full((len(best), k), -np.inf)
-    for i, b in enumerate(best):
-        if b := b[:k]: rows[i, :len(b)], scores[i, :len(b)] = zip(*b)
-    return rows, scores
-
-def _best_lists(rows:np.ndarray, scores:np.ndarray) -> list[list[tuple[int, float]]]:
-    "`_best_arrays`' arrays as `merge_top_k`'s lists, without the empty places."
-    return [[(r, s) for r, s in zip(rr, ss) if r != _NONE] for rr, ss in zip(rows.tolist(), scores.tolist())]
-
-def _merge(rows:np.ndarray, scores:np.ndarray, # `_best_arrays`' arrays, changed in place
-           q:np.ndarray, r:np.ndarray, s:np.ndarray # new (query, row, score) triples
-          ):
-    "Each query's k best of its places and its new triples, as `merge_top_k` orders them: higher score, then lower row."
-    if not len(q): return
-    k, qs = rows.shape[1], np.unique(q)
-    q, r, s = np.r_[np.repeat(qs, k), q], np.r_[rows[qs].ravel(), r], np.r_[scores[qs].ravel(), s]
-    o = np.lexsort((r, -s, q))
-    keep = o[(np.searchsorted(q[o], qs)[:, None] + np.arange(k)).ravel()]  # the first k of each query's group
-    rows[qs], scores[qs] = r[keep].reshape(-1, k), s[keep].reshape(-1, k)
-
-
 # %% ../nbs/api/17_shards.ipynb #5a693105
 def _queries(queries:np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     "The queries as `_shortlist` uses them: float64, float32, each one's sum of absolute values, all finite or not."
@@ -236,11 +244,7 @@ def _shortlist(q:tuple, vectors:np.ndarray, rows:np.ndarray, scores:np.ndarray, 
         v = vectors[b:b + block]
         err = _float32_error(l1, v) if finite else None
         if err is None:  # the exact path: it reports NaN and inf
-            top = shard_top_k(q64, v, k, start=start + b, block=len(v))
-            flat = [p for t in top for p in t]
-            _merge(rows, scores, np.repeat(np.arange(len(top)), [len(t) for t in top]),
-                   np.array([p[0] for p in flat], np.int64), np.array([p[1] for p in flat], np.float64))
-            continue
+            _merge(rows, scores, *_triples(shard_top_k(q64, v, k, start=start + b, block=len(v)))); continue
         s, lim = np.matmul(q32, v.T, out=buf[:, :len(v)]), thr - err
         if (short := np.isinf(thr)).any() and len(v) > k:  # fewer than k so far: the block's own k-th bounds it
             lim[short] = np.partition(s[short], len(v) - k, axis=1)[:, len(v) - k] - 2 * err[short]
