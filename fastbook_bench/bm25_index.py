@@ -20,7 +20,7 @@ from .methods import BuildOptions
 from .retriever import DamagedScores, top_k
 
 # %% auto #0
-__all__ = ['BM25_PARAMS', 'BLOCK', 'IMPACT', 'DENSE', 'WINDOW', 'LOOKUP', 'BM25Searcher']
+__all__ = ['BM25_PARAMS', 'BLOCK', 'IMPACT', 'DENSE', 'WINDOW', 'LOOKUP', 'CHUNK', 'SPARSE', 'BM25Searcher']
 
 # %% ../nbs/api/32_bm25_index.ipynb #043bb54a
 BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # BM25Retriever's defaults, recorded in the manifest
@@ -378,6 +378,9 @@ INDEX_KINDS['bm25'] = IndexKind('bm25', _bm25_build, BM25Searcher, build_options
 DENSE = 0.05  # entries a passage in the query's columns from which windows pay
 WINDOW = 4096  # passages a window
 LOOKUP = 16.0  # a word's entries in a window a passage looked up costs (a word is added whole when cheaper)
+CHUNK = 64  # passages a chunk: a window's passages are read a chunk at a time
+SPARSE = 0.125  # essential entries a passage below which a window reads only the chunks they fall in
+
 
 # %% ../nbs/api/32_bm25_index.ipynb #cb37928a
 @nb.njit(cache=True, nogil=True, inline='always')
@@ -427,15 +430,28 @@ def _add(acc, w0:int, rows, imp, p0:int, p1:int, w:float):
     "Add the bounds `imp * w` of entries `p0:p1` into the window `acc` of passages from row `w0`."
     for p in range(p0, p1): acc[rows[p] - w0] += imp[p] * w
 
+# %% ../nbs/api/32_bm25_index.ipynb #bd1445b8
+@nb.njit(cache=True, nogil=True, inline='always')
+def _add_hot(acc, hot, w0:int, rows, imp, p0:int, p1:int, w:float):
+    "`_add`, marking in `hot` the chunks of `CHUNK` passages the entries fall in."
+    for p in range(p0, p1): j = rows[p] - w0; acc[j] += imp[p] * w; hot[j // CHUNK] = True
+
+@nb.njit(cache=True, nogil=True, inline='always')
+def _add_in(acc, hot, w0:int, rows, imp, p0:int, p1:int, w:float):
+    "`_add` of the entries that fall in the chunks marked in `hot` only."
+    for p in range(p0, p1):
+        j = rows[p] - w0
+        if hot[j // CHUNK]: acc[j] += imp[p] * w
+
 # %% ../nbs/api/32_bm25_index.ipynb #b57139ab
 @nb.njit(cache=True, nogil=True)
 def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, imp, out_r, out_s,
-             lookup=LOOKUP) -> int:
+             lookup=LOOKUP, sparse=SPARSE) -> int:
     "`_maxscore`'s top `k`, `WINDOW` passages at a time: bounds from impacts, exact scores where they may enter."
     m, n, mg = len(u), len(norm), 1 + 1e-9
-    acc, hs, hr, h = np.zeros(WINDOW), np.empty(k), np.empty(k, np.int64), 0
+    acc, hot, hs, hr, h = np.zeros(WINDOW), np.zeros(WINDOW // CHUNK, np.bool_), np.empty(k), np.empty(k, np.int64), 0
     blk, nxt, p0, p1 = bptr[u].copy(), bptr[u].copy(), np.zeros(m, np.int64), np.zeros(m, np.int64)
-    cur, at = np.zeros(m, np.int64), np.zeros(m, np.int64)
+    cur, at = indptr[u].copy(), np.zeros(m, np.int64)  # `cur`: at or before each word's next entry still needed
     w, c, wb, pre, lpre = tmax[u] / IMPACT * mult, np.zeros(m), np.zeros(m), np.zeros(m), np.zeros(m)
     order, lk, look = np.arange(m), np.zeros(m, np.int64), np.zeros(m, np.bool_)
     for w0 in range(0, n, WINDOW):
@@ -450,28 +466,44 @@ def _windows(u, tj, mult, k, th, indptr, rows, tfs, bptr, blast, bmax, tmax, idf
                 b += 1
             nxt[q] = b; wb[q] = best * mult[q]; bound += wb[q]
         if bound * mg <= th: continue
-        for i in range(m):  # each word's entries in the window; the words by their bound there, the least first
-            q = order[i]; p0[q] = cur[q] = _at(rows, indptr, bptr, u[q], blk[q], w0); look[q] = False
-            p1[q] = _at(rows, indptr, bptr, u[q], nxt[q], w1); j = i
+        for i in range(m):  # the words by their bound in the window, the least first
+            q = order[i]; look[q] = False; j = i
             while j > 0 and wb[order[j - 1]] > wb[q]: order[j] = order[j - 1]; j -= 1
             order[j] = q
-        e, x = 0, 0.0
+        e, x, ness, nc = 0, 0.0, 0, (w1 - w0 + CHUNK - 1) // CHUNK
         for i in range(m): x += wb[order[i]]; pre[i] = x
         while e < m and pre[e] * mg <= th: e += 1
-        for i in range(e, m): _add(acc, w0, rows, imp, p0[order[i]], p1[order[i]], w[order[i]])  # the essential words
+        for i in range(e, m):  # the essential words' entries in the window
+            q = order[i]; p0[q] = cur[q] = _at(rows, indptr, bptr, u[q], blk[q], w0)
+            p1[q] = _at(rows, indptr, bptr, u[q], nxt[q], w1); ness += p1[q] - p0[q]
+        sp = ness < sparse * (w1 - w0)  # a sparse window: only the chunks the essential words touch are read
+        if not sp: hot[:nc] = True
+        for i in range(e, m):
+            q = order[i]
+            if sp: _add_hot(acc, hot, w0, rows, imp, p0[q], p1[q], w[q])
+            else: _add(acc, w0, rows, imp, p0[q], p1[q], w[q])
         if e:  # the others: added whole, or looked up for the passages that can still enter if those are few
-            lim, few = th / mg - pre[e - 1], 0
-            for i in range(w1 - w0): few += acc[i] >= lim
+            lim, few, read = th / mg - pre[e - 1], 0, 0
+            for ci in range(nc):
+                if not hot[ci]: continue
+                g = min(ci * CHUNK + CHUNK, w1 - w0); read += g - ci * CHUNK
+                for i in range(ci * CHUNK, g): few += acc[i] >= lim
+            if lim <= 0: few += w1 - w0 - read  # the passages of chunks not read hold 0
             for i in range(e - 1, -1, -1):
-                q = order[i]
+                q = order[i]; t = u[q]; b0 = indptr[t] - bptr[t] * BLOCK  # block `b` starts at entry b0 + b * BLOCK
+                if min(indptr[t + 1], b0 + (nxt[q] + 1) * BLOCK) - b0 - blk[q] * BLOCK > lookup * few:
+                    look[q] = True; continue  # even its blocks in the window hold too many entries: not read
+                p0[q] = cur[q] = _at(rows, indptr, bptr, t, blk[q], w0); p1[q] = _at(rows, indptr, bptr, t, nxt[q], w1)
                 if p1[q] - p0[q] > lookup * few: look[q] = True
+                elif sp: _add_in(acc, hot, w0, rows, imp, p0[q], p1[q], w[q])
                 else: _add(acc, w0, rows, imp, p0[q], p1[q], w[q])
         nl, x = 0, 0.0
         for i in range(e):
             if look[order[i]]: lk[nl] = order[i]; x += wb[order[i]]; lpre[nl] = x; nl += 1
         rest = lpre[nl - 1] if nl else 0.0
-        for f in range(0, w1 - w0, 64):  # 64 passages at a time: can any enter?
-            g, lim, hit = min(f + 64, w1 - w0), th / mg - rest, 0
+        for ci in range(nc):  # a chunk at a time: can any of its passages enter?
+            if not hot[ci]: continue
+            hot[ci] = False; f = ci * CHUNK; g, lim, hit = min(f + CHUNK, w1 - w0), th / mg - rest, 0
             for i in range(f, g): hit += acc[i] >= lim
             if not hit: acc[f:g] = 0.0; continue
             for i in range(f, g):
