@@ -381,7 +381,6 @@ LOOKUP = 16.0  # a word's entries in a window a passage looked up costs (a word 
 CHUNK = 64  # passages a chunk: a window's passages are read a chunk at a time
 SPARSE = 0.125  # essential entries a passage below which a window reads only the chunks they fall in
 
-
 # %% ../nbs/api/32_bm25_index.ipynb #cb37928a
 @nb.njit(cache=True, nogil=True, inline='always')
 def _first(a, lo:int, hi:int, x) -> int:
