@@ -185,7 +185,6 @@ def _best_lists(rows:np.ndarray, scores:np.ndarray) -> list[list[tuple[int, floa
     "`_best_arrays`' arrays as (row, score) lists, without the empty places."
     return [[(r, s) for r, s in zip(rr, ss) if r != _NONE] for rr, ss in zip(rows.tolist(), scores.tolist())]
 
-
 # %% ../nbs/api/17_shards.ipynb #c94ea041
 def merge_top_k(a:list[list[tuple[int, float]]], # (row, score) lists, one per query
                 b:list[list[tuple[int, float]]], # the same queries' lists over other rows
@@ -193,7 +192,7 @@ def merge_top_k(a:list[list[tuple[int, float]]], # (row, score) lists, one per q
                ) -> list[list[tuple[int, float]]]:
     "The `k` best of each query's two lists: higher score first, then lower row."
     if len(a) != len(b): raise ValueError(f"lists of {len(a)} and of {len(b)} queries")
-    rows, scores = _best_arrays(a, k)
+    rows, scores = _best_arrays(a, positive_int(k, 'k'))
     _merge(rows, scores, *_triples(b))
     return _best_lists(rows, scores)
 
