@@ -7,7 +7,7 @@ from __future__ import annotations
 import json, mmap, multiprocessing, signal, sys
 from array import array
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from itertools import chain, islice
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -98,7 +98,7 @@ def _norms(lens:np.ndarray, k1:float, b:float) -> np.ndarray:
     return k1 * ((1 - b) + b * lens / lens.mean())
 
 # %% ../nbs/api/32_bm25_index.ipynb #49dbef37
-@nb.njit(cache=True, nogil=True, inline='always')
+@nb.njit(cache=True, nogil=True)
 def _okapi(tf, norm:float, idf:float, scale:float) -> float:
     "BM25Okapi's score of a word `tf` times in a passage of length part `norm`, in the in-memory index's order."
     return idf * (tf / (norm + tf)) * scale
@@ -243,7 +243,7 @@ class BM25Searcher:
         for mm in self.maps: mm.madvise(mmap.MADV_DONTNEED)
 
 # %% ../nbs/api/32_bm25_index.ipynb #50d50038
-@nb.njit(cache=True, nogil=True, inline='always')
+@nb.njit(cache=True, nogil=True)
 def _worse(s1:float, r1:int, s2:float, r2:int) -> bool:
     "Whether `(s1, r1)` ranks after `(s2, r2)`: a lower score, or the same with a higher row."
     return s1 < s2 or (s1 == s2 and r1 > r2)
@@ -259,13 +259,23 @@ def _sift(hs, hr, i:int, h:int):
         if w == i: return
         hs[i], hs[w], hr[i], hr[w] = hs[w], hs[i], hr[w], hr[i]; i = w
 
+# %% ../nbs/api/32_bm25_index.ipynb #a845ed3b
+@nb.njit(cache=True, nogil=True)
+def _unique(a) -> tuple[np.ndarray, np.ndarray]:
+    "The distinct values of the integers `a`, ascending, and each one's place among them (`np.unique`, inverse too)."
+    o, u, inv, m = np.argsort(a.astype(np.float64)), np.empty(len(a), a.dtype), np.empty(len(a), np.int64), 0
+    for i in o:
+        if m == 0 or a[i] != u[m - 1]: u[m] = a[i]; m += 1
+        inv[i] = m - 1
+    return u[:m], inv
+
 # %% ../nbs/api/32_bm25_index.ipynb #12268840
 @nb.njit(cache=True, nogil=True)
 def _maxscore(toks, k, indptr, rows, tfs, bptr, blast, bmax, tmax, idf, scale, norm, imp, out_r, out_s,
               prime=1 << 16) -> int:
     "Top `k` of term ids `toks` into `out_r`, `out_s`: how many; -1: score every passage instead; -2: damaged."
     if len(toks) == 0: return -1
-    u = np.unique(toks); m = len(u); tj = np.searchsorted(u, toks); mult, c = np.zeros(m), np.zeros(m)
+    u, tj = _unique(toks); m = len(u); mult, c = np.zeros(m), np.zeros(m)
     for j in tj: mult[j] += 1
     for t in u:
         if not (np.isfinite(idf[t]) and np.isfinite(scale[t]) and np.isfinite(tmax[t])): return -2
@@ -347,10 +357,16 @@ def _finish(hs, hr, h:int, k:int, n:int, out_r, out_s) -> int:
     return got
 
 # %% ../nbs/api/32_bm25_index.ipynb #db8da83e
-@nb.njit(cache=True, parallel=True)
-def _batch(qptr, qtok, k:int, arrays:tuple, out_r, out_s, got):
-    "`_maxscore` of each query `qtok[qptr[i]:qptr[i + 1]]`, in parallel."
-    for i in nb.prange(len(qptr) - 1): got[i] = _maxscore(qtok[qptr[i]:qptr[i + 1]], k, *arrays, out_r[i], out_s[i])
+@nb.njit(cache=True, nogil=True)
+def _queries(qptr, qtok, i0:int, i1:int, k:int, arrays:tuple, out_r, out_s, got):
+    "`_maxscore` of queries `i0:i1`, query `i` being `qtok[qptr[i]:qptr[i + 1]]`."
+    for i in range(i0, i1): got[i] = _maxscore(qtok[qptr[i]:qptr[i + 1]], k, *arrays, out_r[i], out_s[i])
+
+def _on_threads(fn:Callable, n:int, threads:int, parts:int=8):
+    "`fn(i0, i1)` over `0:n` in pieces, `parts` a thread, on `threads` threads (here if one)."
+    if threads == 1 or n < 2: return fn(0, n)
+    cut = np.linspace(0, n, min(n, parts * threads) + 1).astype(np.int64).tolist()
+    with ThreadPoolExecutor(threads) as ex: list(ex.map(fn, cut[:-1], cut[1:]))
 
 # %% ../nbs/api/32_bm25_index.ipynb #5aebf69e
 @patch_to(BM25Searcher)
@@ -362,7 +378,8 @@ def search(self, queries:list[str], k:int, batch:int=4096) -> list[list[tuple[in
         qptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
         qtok = np.concatenate(ids + [np.zeros(0, np.int64)])
         r, s, got = np.zeros((n, k), np.int64), np.zeros((n, k)), np.zeros(n, np.int64)
-        _batch(qptr, qtok, k, tuple(self.arrays), r, s, got); self.release()
+        a = tuple(self.arrays); run = lambda i0, i1: _queries(qptr, qtok, i0, i1, k, a, r, s, got)
+        _on_threads(run, n, nb.get_num_threads()); self.release()
         for i, g in enumerate(got.tolist()):
             if g == -2: raise DamagedScores(f"query {b0 + i}: a score or bound that is not a finite number")
             q = queries[b0 + i]
@@ -382,7 +399,7 @@ CHUNK = 64  # passages a chunk: a window's passages are read a chunk at a time
 SPARSE = 0.125  # essential entries a passage below which a window reads only the chunks they fall in
 
 # %% ../nbs/api/32_bm25_index.ipynb #cb37928a
-@nb.njit(cache=True, nogil=True, inline='always')
+@nb.njit(cache=True, nogil=True)
 def _first(a, lo:int, hi:int, x) -> int:
     "The first index of `lo:hi` where the ascending `a` is at least `x` (`hi` if none)."
     while lo < hi:
@@ -392,7 +409,7 @@ def _first(a, lo:int, hi:int, x) -> int:
     return lo
 
 # %% ../nbs/api/32_bm25_index.ipynb #01ef8ca0
-@nb.njit(cache=True, nogil=True, inline='always')
+@nb.njit(cache=True, nogil=True)
 def _at(rows, indptr, bptr, t:int, b:int, r:int) -> int:
     "The first entry of word `t`'s column at or after row `r`, looked for in its block `b` (the column's end past it)."
     if b >= bptr[t + 1]: return indptr[t + 1]
@@ -408,34 +425,34 @@ def _floor(u, tj, k, indptr, rows, tfs, bptr, blast, bmax, idf, scale, norm) -> 
         t = u[q]; p0 = indptr[t] + np.argmax(bmax[bptr[t]:bptr[t + 1]]) * BLOCK
         for p in range(p0, min(indptr[t + 1], p0 + BLOCK)):
             cand[n], cw[n], cc[n] = rows[p], q, _okapi(tfs[p], norm[rows[p]], idf[t], scale[t]); n += 1
-    docs = np.unique(cand[:n])
+    docs, di = _unique(cand[:n])
     if len(docs) < k: return -np.inf
     c, xs, cq = np.zeros((len(docs), m)), np.zeros(len(docs)), np.zeros(m)
-    for i in range(n): c[_first(docs, 0, len(docs), cand[i]), cw[i]] = cc[i]
+    for i in range(n): c[di[i], cw[i]] = cc[i]
     for i in range(len(docs)):
         for j in tj: xs[i] += c[i, j]  # in the query's order: at most the passage's score
-    top = docs[np.argsort(xs)[-2 * k:]]; ys = np.zeros(len(top))
+    ox = np.argsort(xs); top = docs[ox[-2 * k:]]; ys = np.zeros(len(top))
     for i, d in enumerate(top):  # the best of them scored exactly, each word looked up
         for q in range(m):
             t = u[q]; p = _at(rows, indptr, bptr, t, _first(blast, bptr[t], bptr[t + 1], d), d)
             cq[q] = _okapi(tfs[p], norm[d], idf[t], scale[t]) if p < indptr[t + 1] and rows[p] == d else 0.0
         for j in tj: ys[i] += cq[j]
-    f = max(np.partition(xs, len(xs) - k)[len(xs) - k], np.partition(ys, len(ys) - k)[len(ys) - k])
+    f = max(xs[ox[len(xs) - k]], ys[np.argsort(ys)[len(ys) - k]])  # each one's `k`-th best
     return f if np.isfinite(f) and f > 0 else -np.inf
 
 # %% ../nbs/api/32_bm25_index.ipynb #d714b5d4
-@nb.njit(cache=True, nogil=True, inline='always')
+@nb.njit(cache=True, nogil=True)
 def _add(acc, w0:int, rows, imp, p0:int, p1:int, w:float):
     "Add the bounds `imp * w` of entries `p0:p1` into the window `acc` of passages from row `w0`."
     for p in range(p0, p1): acc[rows[p] - w0] += imp[p] * w
 
 # %% ../nbs/api/32_bm25_index.ipynb #bd1445b8
-@nb.njit(cache=True, nogil=True, inline='always')
+@nb.njit(cache=True, nogil=True)
 def _add_hot(acc, hot, w0:int, rows, imp, p0:int, p1:int, w:float):
     "`_add`, marking in `hot` the chunks of `CHUNK` passages the entries fall in."
     for p in range(p0, p1): j = rows[p] - w0; acc[j] += imp[p] * w; hot[j // CHUNK] = True
 
-@nb.njit(cache=True, nogil=True, inline='always')
+@nb.njit(cache=True, nogil=True)
 def _add_in(acc, hot, w0:int, rows, imp, p0:int, p1:int, w:float):
     "`_add` of the entries that fall in the chunks marked in `hot` only."
     for p in range(p0, p1):
