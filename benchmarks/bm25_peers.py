@@ -41,7 +41,9 @@ Measured, each step in its own niced process (peak RSS = ru_maxrss of that proce
   of the whole set as one batch (best of --repeats after a warm-up pass), at the first thread count (1 by default)
   also the latency of each query searched alone (p50, p99), the process's peak RSS (the table: the largest over thread
   counts); Recall@10 against the qrels and the mean top-10 overlap with fastbook's rows (|A ∩ B| / 10), from the
-  results of the first thread count.
+  results of the first thread count;
+- first search: opening plus one query, as open, in a fresh process whose numba cache is empty (NUMBA_CACHE_DIR a new
+  folder): what the first search after an install costs, this package's compiling included (the peers compile nothing).
 Prints a markdown table per corpus size; --json FILE keeps every figure.
 Usage: python benchmarks/bm25_peers.py [--passages 200000 1000000] [--engines fastbook bm25s bm25s-mmap tantivy pisa]
          [--queries 500] [--threads 1 N] [--repeats 3] [--bm25s-max 1000000] [--seed 0] [--out DIR] [--json FILE]
@@ -204,17 +206,24 @@ def step_build(a) -> dict:
     except Skip as e: return dict(skipped=str(e))
     return dict(info, build_s=s, build_threads=a.threads, index_mb=folder_mb(out), build_peak_rss_mb=peak_mb())
 
-def step_search(a) -> dict:
-    "Open --engine's index in this fresh process and search both query sets with --threads threads."
-    d, t = Path(a.dir), a.threads
-    qs = {n: [json.loads(l)['text'] for l in open(d/f'queries_{n}.jsonl')] for n in SETS}
+def opened(a) -> tuple:
+    "--engine's index opened in this fresh process and one query answered: the search, the query sets, the seconds."
+    d = Path(a.dir); qs = {n: [json.loads(l)['text'] for l in open(d/f'queries_{n}.jsonl')] for n in SETS}
     if a.engine == 'fastbook': from fastbook_bench.index import INDEX_MODULES; mod = INDEX_MODULES['bm25']
     else: mod = {'pisa': 'pyterrier_pisa', 'tantivy': 'tantivy'}.get(a.engine, 'bm25s')
     importlib.import_module(mod)  # imports are not the index's opening
     t0 = time.perf_counter()
-    search = OPENS[a.engine](d/f'index-{built(a.engine)}', t, mmap=a.engine.endswith('mmap'))
-    search(qs['selective'][:1])
-    out = dict(threads=t, open_s=time.perf_counter() - t0, open_peak_rss_mb=peak_mb(), sets={})
+    search = OPENS[a.engine](d/f'index-{built(a.engine)}', a.threads, mmap=a.engine.endswith('mmap'))
+    search(qs['selective'][:1]); return search, qs, time.perf_counter() - t0
+
+def step_first(a) -> dict:
+    "`opened`'s seconds (run with an empty numba cache)."
+    return dict(first_s=opened(a)[2])
+
+def step_search(a) -> dict:
+    "Open --engine's index in this fresh process and search both query sets with --threads threads."
+    search, qs, open_s = opened(a)
+    out = dict(threads=a.threads, open_s=open_s, open_peak_rss_mb=peak_mb(), sets={})
     for n, q in qs.items():
         rows = search(q); best = np.inf  # the warm-up pass gives the results
         for _ in range(a.repeats): t1 = time.perf_counter(); search(q); best = min(best, time.perf_counter() - t1)
@@ -227,15 +236,15 @@ def step_search(a) -> dict:
     if a.engine == 'pisa': out['java_loaded'] = 'jnius' in sys.modules
     return dict(out, search_peak_rss_mb=peak_mb())
 
-STEPS = {'corpus': step_corpus, 'build': step_build, 'search': step_search}
+STEPS = {'corpus': step_corpus, 'build': step_build, 'first': step_first, 'search': step_search}
 
 # ---------------------------------------------------------------- driver
-def child(step:str, threads:int=1, **opts) -> dict:
-    "Run one step in a fresh, niced process with `threads` threads; its JSON, or {'error': ...}."
+def child(step:str, threads:int=1, env:dict|None=None, **opts) -> dict:
+    "Run one step in a fresh, niced process with `threads` threads (and `env`); its JSON, or {'error': ...}."
     cmd = ['nice', sys.executable, str(Path(__file__).resolve()), step, '--threads', str(threads)]
     cmd += [x for k, v in opts.items() for x in (f"--{k.replace('_', '-')}", str(v))]
     print('$', ' '.join(cmd[1:]), file=sys.stderr, flush=True)
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE='1')
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE='1', **(env or {}))
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode or not r.stdout.strip():
         err = [l for l in r.stderr.strip().splitlines() if l.strip()] or [f'exit status {r.returncode}']
@@ -252,7 +261,8 @@ def fmt(x, spec='.3g') -> str: return '–' if x is None else format(x, spec) if
 
 def table(n:int, res:dict, threads:list) -> str:
     "The markdown table of corpus size `n`."
-    head = ['engine', 'queries', 'build s', 'build MB', 'index MB', 'open s', *[f'q/s {t}t' for t in threads],
+    head = ['engine', 'queries', 'build s', 'build MB', 'index MB', 'first s', 'open s',
+            *[f'q/s {t}t' for t in threads],
             'p50 ms', 'p99 ms', 'search MB', 'R@10', 'overlap@10']
     lines = [f'\n### {n:,} passages\n', '| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
     for e, r in res.items():
@@ -261,7 +271,8 @@ def table(n:int, res:dict, threads:list) -> str:
         for n_ in SETS:
             one = s[threads[0]]['sets'][n_]
             row = [e, n_, fmt(b['build_s']), fmt(b['build_peak_rss_mb'], '.0f'), fmt(b['index_mb'], '.1f'),
-                   fmt(s[threads[0]]['open_s']), *[fmt(s[t]['sets'][n_]['qps'], '.0f') for t in threads],
+                   fmt(r['first'].get('first_s')), fmt(s[threads[0]]['open_s']),
+                   *[fmt(s[t]['sets'][n_]['qps'], '.0f') for t in threads],
                    fmt(one.get('p50_ms')), fmt(one.get('p99_ms')),
                    fmt(max(x['search_peak_rss_mb'] for x in s.values()), '.0f'),
                    fmt(r['scores'][n_]['recall_at_10']), fmt(r['scores'][n_]['overlap_at_10'])]
@@ -287,10 +298,12 @@ def run_size(n:int, a, root:Path) -> dict:
         b = builds[built(e)]
         if 'skipped' in b or 'error' in b:
             res[e] = b; print(f"{e}: {b.get('skipped') or 'build failed: ' + b['error']}", file=sys.stderr); continue
+        with tempfile.TemporaryDirectory(prefix='numba-') as nc:
+            first = child('first', a.threads[0], env=dict(NUMBA_CACHE_DIR=nc), dir=d, engine=e)
         s = {t: child('search', t, dir=d, engine=e, repeats=a.repeats, latency=int(t == a.threads[0])) for t in a.threads}
         if bad := [x for x in s.values() if 'error' in x]:
             res[e] = bad[0]; print(f"{e}: search failed: {bad[0]['error']}", file=sys.stderr); continue
-        res[e] = dict(build=b, search=s)
+        res[e] = dict(build=b, first=first, search=s)
         qps = s[a.threads[0]]['sets']['selective']['qps']
         print(f"{e}: built in {b['build_s']:.1f} s, {qps:.0f} selective q/s", file=sys.stderr)
     ref = res.get('fastbook', {}).get('search')
