@@ -366,7 +366,7 @@ def _on_threads(fn:Callable, n:int, threads:int, parts:int=8):
     "`fn(i0, i1)` over `0:n` in pieces, `parts` a thread, on `threads` threads (here if one)."
     if threads == 1 or n < 2: return fn(0, n)
     cut = np.linspace(0, n, min(n, parts * threads) + 1).astype(np.int64).tolist()
-    with ThreadPoolExecutor(threads) as ex: list(ex.map(fn, cut[:-1], cut[1:]))
+    with ThreadPoolExecutor(threads) as ex: list(ex.map(fn, cut[:-1], cut[1:]))  # an error drops the pieces not begun
 
 # %% ../nbs/api/32_bm25_index.ipynb #5aebf69e
 @patch_to(BM25Searcher)
