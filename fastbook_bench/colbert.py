@@ -11,7 +11,8 @@ from typing import Sequence
 import numpy as np
 from fastcore.basics import patch_to, store_attr
 from .core import atomic_dir, cache_dir, cached_arrays, file_sha256, fingerprint, say_once
-from .models import bundled_model_path, is_offline, module_fingerprint, require_neural, resolve_model
+from .models import (bundled_model_path, encode_each, encoding_key, is_offline, module_fingerprint,
+                                   require_neural, resolve_model)
 from .retriever import Retriever
 
 # %% auto #0
@@ -169,27 +170,31 @@ class ColBERTRetriever(Retriever):
     def __init__(self, passages:Sequence[str],        # the collection to search
                  model:str|None=None,                 # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`)
                  max_document_length:int|str='auto',  # tokens kept per passage ('auto': the model's maximum)
-                 bsize:int=32,                        # encoding batch size
+                 bsize:int=32,                        # encoding batch size on an accelerator (a CPU: each alone)
                  cache:bool=True,                     # use the user cache (encodings, bundled checkpoint)
                  progress:bool=False):                # show RAGatouille's encoding progress
         super().__init__(passages)
         self.rag, self.model = load_colbert(model, cache=cache)
         store_attr('max_document_length,bsize,progress')
         ckpt = self.rag.model.inference_ckpt
-        key = fingerprint('colbert', module_fingerprint(ckpt), str(max_document_length), str(bsize), self.passages)
+        how = encoding_key(ckpt, bsize)
+        key = fingerprint('colbert', module_fingerprint(ckpt), str(max_document_length), how, self.passages)
         self._restore(cached_arrays(key, self._encode, cache))
 
 # %% ../nbs/api/16_colbert.ipynb #eb4f5ba6
 @patch_to(ColBERTRetriever)
 def _encode(self) -> dict[str, np.ndarray]:
-    "Encode the passages with RAGatouille; the arrays it leaves on the model."
-    m = self.rag.model
-    with _quiet(), contextlib.redirect_stderr(sys.stderr if self.progress else io.StringIO()):
-        self.rag.encode(self.passages, bsize=self.bsize, max_document_length=self.max_document_length,
-                        verbose=self.progress)
-    ckpt = m.inference_ckpt
-    return dict(embeddings=m.in_memory_embed_docs.cpu().numpy(), doc_masks=m.doc_masks.cpu().numpy(),  # no copies
-                doc_maxlen=np.array(ckpt.doc_tokenizer.doc_maxlen), max_doclen=np.array(ckpt.colbert_config.max_doclen))
+    "Each passage's token vectors, encoded alone and padded to the length limit, and RAGatouille's masks."
+    m, ckpt = self.rag.model, self.rag.model.inference_ckpt
+    with _quiet():
+        m._set_inference_max_tokens(documents=self.passages, max_tokens=self.max_document_length)
+        n, cpu = ckpt.doc_tokenizer.doc_maxlen, ckpt.device.type == 'cpu'
+        emb = np.zeros((len(self), n, ckpt.colbert_config.dim), np.float32)
+        docs = lambda b: ckpt.docFromText(b, bsize=len(b))[0]  # (passages, tokens, dim), zero-padded
+        for i, d in enumerate(encode_each(docs, self.passages, cpu=cpu, batch_size=self.bsize, progress=self.progress)):
+            emb[i, :len(d)] = d[:n].cpu().numpy()
+    return dict(embeddings=emb, doc_masks=np.full((len(self), ckpt.colbert_config.max_doclen), -np.inf, np.float32),
+                doc_maxlen=np.array(n), max_doclen=np.array(ckpt.colbert_config.max_doclen))
 
 # %% ../nbs/api/16_colbert.ipynb #27d81a58
 @patch_to(ColBERTRetriever)
@@ -207,12 +212,18 @@ def _restore(self, state:dict[str, np.ndarray]):
 
 # %% ../nbs/api/16_colbert.ipynb #e9ac00fd
 @patch_to(ColBERTRetriever)
-def scores(self, queries:list[str]):
-    "MaxSim score of every passage for each query (one RAGatouille call per query)."
+def _scores(self, queries:list[str]) -> list[np.ndarray]:
+    "MaxSim score of every passage for each of `queries`, one RAGatouille call a query."
+    out = []
     for q in queries:
-        s = np.full(len(self), -np.inf)
-        if self.passages:
-            with _quiet(), contextlib.redirect_stderr(io.StringIO()):
-                hits = self.rag.search_encoded_docs(query=q, k=len(self), bsize=self.bsize)
-            for r in hits: s[r['result_index']] = r['score']
-        yield s
+        out.append(s := np.full(len(self), -np.inf))
+        if not self.passages: continue
+        with _quiet(), contextlib.redirect_stderr(io.StringIO()):
+            hits = self.rag.search_encoded_docs(query=q, k=len(self), bsize=self.bsize)
+        for r in hits: s[r['result_index']] = r['score']
+    return out
+
+@patch_to(ColBERTRetriever)
+def scores(self, queries:list[str]):
+    "MaxSim score of every passage for each query, computed on one thread (`encode_each`)."
+    yield from encode_each(self._scores, queries, cpu=self.rag.model.inference_ckpt.device.type == 'cpu', threads=1)

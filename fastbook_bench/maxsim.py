@@ -11,9 +11,8 @@ import numpy as np
 from fastcore.basics import patch_to, store_attr
 from tqdm.auto import tqdm
 from .core import cached_arrays, fingerprint
-from .models import load_sentence_model, module_fingerprint
+from .models import encode_each, encoding_key, load_sentence_model, module_fingerprint, vector_scores
 from .retriever import Retriever, check_search, top_k
-from .shards import shard_scores
 
 # %% auto #0
 __all__ = ['windows', 'MaxSimEncoder', 'count_pieces', 'MaxSimRetriever', 'maxsim_scores']
@@ -32,7 +31,7 @@ class MaxSimEncoder:
     def __init__(self, model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
                  window:int=32,             # word pieces per window, [CLS] and [SEP] included
                  weights:str='all',         # query piece weights: 'all' (1, punctuation 0) or 'idf'
-                 batch_size:int=64,         # windows per forward pass
+                 batch_size:int=64,         # windows a forward pass on an accelerator
                  encoder=None,              # a SentenceTransformer already loaded (`model` names it)
                  progress:bool=False):      # show a progress bar while encoding
         if weights not in ('all', 'idf'): raise ValueError(f"Unknown weights {weights!r}; choose from all, idf")
@@ -73,12 +72,12 @@ def _vectors(self, batch:list[list[int]]) -> list[np.ndarray]:
 # %% ../nbs/api/18_maxsim.ipynb #7bcd4fc5
 @patch_to(MaxSimEncoder)
 def encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
-    "Token vectors of every passage, window by window, and how many belong to each passage."
+    "Token vectors of every passage, window by window (`encode_each`), and how many belong to each passage."
     wins = [w for x in ids for w in windows(x, self.window)]
-    vecs, at = np.empty((sum(map(len, ids)), self.bert.config.hidden_size), np.float16), 0  # filled batch by batch
-    for b in tqdm(range(0, len(wins), self.batch_size), desc='maxsim: encoding windows', disable=not self.progress,
-                  leave=False):
-        for v in self._vectors(wins[b:b + self.batch_size]): vecs[at:at + len(v)], at = v, at + len(v)
+    vecs, at = np.empty((sum(map(len, ids)), self.bert.config.hidden_size), np.float16), 0  # filled as they come
+    for v in encode_each(self._vectors, wins, cpu=self.bert.device.type == 'cpu', batch_size=self.batch_size,
+                         progress=self.progress, desc='maxsim: encoding windows'):
+        vecs[at:at + len(v)], at = v, at + len(v)
     return {'vectors': vecs, 'lengths': np.array([len(x) for x in ids], dtype=np.int64)}
 
 # %% ../nbs/api/18_maxsim.ipynb #d979267d
@@ -102,7 +101,7 @@ class MaxSimRetriever(MaxSimEncoder, Retriever):
                  model:str|None=None,          # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
                  window:int=32,                # word pieces per window, [CLS] and [SEP] included
                  weights:str='all',            # query piece weights: 'all' (1, punctuation 0) or 'idf'
-                 batch_size:int=64,            # windows per forward pass
+                 batch_size:int=64,            # windows a forward pass on an accelerator
                  cache:bool=True,              # keep the token vectors in the user cache
                  encoder=None,                 # a SentenceTransformer already loaded (`model` names it)
                  progress:bool=False):         # show a progress bar while encoding
@@ -116,7 +115,8 @@ class MaxSimRetriever(MaxSimEncoder, Retriever):
 @patch_to(MaxSimRetriever)
 def _index(self, ids:list[list[int]], cache:bool):
     "Set `vectors` and `bounds` from the cache, or encode the passages."
-    key = fingerprint('maxsim', module_fingerprint(self.bert), str(self.window), self.passages)
+    how = encoding_key(self.bert, self.batch_size)
+    key = fingerprint('maxsim', module_fingerprint(self.bert), str(self.window), how, self.passages)
     a = cached_arrays(key, lambda: self.encode_passages(ids), cache)
     self.vectors, self.bounds = a['vectors'], np.concatenate([[0], np.cumsum(a['lengths'])])
 
@@ -134,18 +134,19 @@ def _weights(self, ids:list[int]) -> np.ndarray:
 
 # %% ../nbs/api/18_maxsim.ipynb #8239200f
 @patch_to(MaxSimEncoder)
-def encode_queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-    "Each query's L2-normalised piece vectors and their weights, encoded in batches."
+def _query_vectors(self, batch:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    "The L2-normalised piece vectors of each query of `batch`, and their weights."
     import torch
-    out = []
-    for b in range(0, len(queries), self.batch_size):
-        batch = queries[b:b + self.batch_size]
-        enc = self.tok(batch, return_tensors='pt', padding=True, truncation=True, max_length=64)
-        with torch.no_grad(): h = self.bert(**enc).last_hidden_state
-        h = torch.nn.functional.normalize(h, dim=-1).numpy()
-        for row, ids, m in zip(h, enc['input_ids'].tolist(), enc['attention_mask'].sum(1).tolist()):
-            out.append((row[1:m - 1], self._weights(ids[1:m - 1])))
-    return out
+    enc = self.tok(batch, return_tensors='pt', padding=True, truncation=True, max_length=64)
+    with torch.no_grad(): h = torch.nn.functional.normalize(self.bert(**enc).last_hidden_state, dim=-1).numpy()
+    return [(row[1:m - 1], self._weights(ids[1:m - 1]))
+            for row, ids, m in zip(h, enc['input_ids'].tolist(), enc['attention_mask'].sum(1).tolist())]
+
+@patch_to(MaxSimEncoder)
+def encode_queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    "Each query's L2-normalised piece vectors and their weights, each query alone (`encode_each`)."
+    cpu = self.bert.device.type == 'cpu'
+    return list(encode_each(self._query_vectors, queries, cpu=cpu, batch_size=self.batch_size))
 
 # %% ../nbs/api/18_maxsim.ipynb #38134dd6
 def maxsim_scores(h:np.ndarray,       # a query's piece vectors
@@ -159,7 +160,7 @@ def maxsim_scores(h:np.ndarray,       # a query's piece vectors
     out, full = np.full(len(idx), 0.0 - w.sum()), idx[lens > 0]
     if len(h) and len(full):
         rows = np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in full])
-        best = np.maximum.reduceat(shard_scores(h, vectors[rows]), np.cumsum(lens[lens > 0]) - lens[lens > 0], axis=1)
+        best = np.maximum.reduceat(vector_scores(h, vectors[rows]), np.cumsum(lens[lens > 0]) - lens[lens > 0], axis=1)
         s = np.zeros(len(full))
         for wt, b in zip(w, best): s += wt * b.astype(np.float64)  # piece by piece: one order for every split
         out[lens > 0] = s

@@ -5,13 +5,18 @@
 # %% ../nbs/api/14_models.ipynb #cad74ec0
 from __future__ import annotations
 import contextlib, importlib.util, os, threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterator, Sequence
+import numpy as np
+from fastcore.basics import chunked
 from pathlib import Path
-from .core import fingerprint, say_once, renamed
+from .core import available_cores, fingerprint, positive_int, say_once, renamed
 __getattr__ = renamed(__name__, ['hub_endpoint', 'probe_hub', 'hub_unreachable'])
 
 # %% auto #0
 __all__ = ['NEURAL_MODULES', 'DEFAULT_MODEL', 'BUNDLED_MODEL', 'require_neural', 'module_fingerprint', 'bundled_model_path',
-           'offline', 'is_offline', 'resolve_model', 'load_sentence_model']
+           'offline', 'is_offline', 'resolve_model', 'load_sentence_model', 'encode_each', 'encoding_key',
+           'sentence_vectors', 'vector_scores']
 
 # %% ../nbs/api/14_models.ipynb #abf86a10
 NEURAL_MODULES = ('torch', 'sentence_transformers', 'transformers', 'faiss', 'ragatouille')  # the extra's packages
@@ -120,3 +125,63 @@ def load_sentence_model(model:str|None=None, # hub id, folder or 'bundled' (defa
         if name != DEFAULT_MODEL: raise ValueError(f"Could not load the model {name!r}: {e}") from None
         say_once(f"fastbook_bench: {name} is not available ({str(e).splitlines()[0]}); using {BUNDLED_MODEL}")
         return bundled()
+
+# %% ../nbs/api/14_models.ipynb #f5b74e2d
+def _one_thread():
+    "Make torch compute on the calling thread alone (the setting is the thread's own)."
+    import torch; torch.set_num_threads(1)
+
+# %% ../nbs/api/14_models.ipynb #61d78a1f
+def encode_each(encode:Callable[[list], Sequence], # a list of items -> one result per item
+                items:Sequence,            # texts, token ids, ...
+                *, cpu:bool=True,          # False (an accelerator): `encode` whole batches of `batch_size`
+                batch_size:int=32,         # items a call on an accelerator
+                threads:int|None=None,     # threads encoding at once on a CPU (default: every core)
+                progress:bool=False, desc:str|None=None # a progress bar over the items, and its label
+               ) -> Iterator:
+    "`encode`'s result for each item, in order; on a CPU each item alone, torch on one thread a thread."
+    from tqdm import tqdm  # imported on use: a lexical run loads this module without encoding anything
+    items = list(items)
+    with tqdm(total=len(items), desc=desc, disable=not progress, leave=False) as bar:
+        if not cpu:
+            for b in chunked(items, positive_int(batch_size, 'batch_size')): yield from encode(b); bar.update(len(b))
+            return
+        import torch
+        saved, one = torch.get_num_threads(), lambda x: encode([x])[0]
+        n = available_cores() if threads is None else positive_int(threads, 'threads')
+        pool = ThreadPoolExecutor(n, initializer=_one_thread)
+        try:
+            if items: yield pool.submit(one, items[0]).result(); bar.update()  # the first alone: set-up happens once
+            for r in pool.map(one, items[1:]): yield r; bar.update()
+        finally: pool.shutdown(cancel_futures=True); torch.set_num_threads(saved)
+
+# %% ../nbs/api/14_models.ipynb #be5bd882
+def _on_cpu(st) -> bool: return getattr(st, 'device', None) is None or st.device.type == 'cpu'
+
+def encoding_key(st,           # a SentenceTransformer (or a module with `device`)
+                 batch_size:int # the batch size used off the CPU
+                ) -> str:
+    "What encodings depend on besides the model and the texts: `'each alone'` on a CPU, else the batch size."
+    return 'each alone' if _on_cpu(st) else f'batches of {batch_size}'
+
+# %% ../nbs/api/14_models.ipynb #0e921941
+def sentence_vectors(st,                     # a SentenceTransformer
+                     texts:Sequence[str],    # the texts
+                     *, prompt:str|None=None, # text prepended to each
+                     batch_size:int=32,      # texts a call off the CPU
+                     threads:int|None=None,  # threads encoding at once on a CPU (default: every core)
+                     progress:bool=False     # a progress bar
+                    ) -> np.ndarray:
+    "L2-normalised float32 vectors of `texts`, one row each, as `encode_each` computes them."
+    vec = lambda b: st.encode(list(b), prompt=prompt, batch_size=len(b), normalize_embeddings=True,
+                              convert_to_numpy=True)
+    rows = list(encode_each(vec, texts, cpu=_on_cpu(st), batch_size=batch_size, threads=threads, progress=progress))
+    dim = getattr(st, 'get_embedding_dimension', None) or st.get_sentence_embedding_dimension  # renamed getter
+    return np.stack(rows).astype(np.float32) if rows else np.zeros((0, dim()), np.float32)
+
+# %% ../nbs/api/14_models.ipynb #0556e759
+def vector_scores(queries:np.ndarray, # one query vector per row
+                  vectors:np.ndarray  # one passage vector per row
+                 ) -> np.ndarray:
+    "The dot product of each query with each vector, summed in float64 and rounded to float32."
+    return (np.asarray(queries, np.float64) @ np.asarray(vectors, np.float64).T).astype(np.float32)

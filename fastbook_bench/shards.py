@@ -14,15 +14,16 @@ import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
 from .core import atomic_file, atomic_write, available_cores, fingerprint, positive_int, renamed
-from .models import load_sentence_model, module_fingerprint, require_neural
+from .models import (encoding_key, load_sentence_model, module_fingerprint, require_neural, sentence_vectors,
+                                   vector_scores)
 from .retriever import DamagedScores, top_k
 __getattr__ = renamed(__name__, ['shard_file'])
 
 # %% auto #0
 __all__ = ['SHARD_DTYPE', 'LISTING', 'PQ_MIN_ROWS', 'RERANK_MB', 'read_listing', 'encoded', 'encode_shards', 'iter_shards',
-           'shard_scores', 'merge_top_k', 'shard_top_k', 'threshold_top_k', 'read_ahead', 'search_shards',
-           'sentence_encoder', 'default_factory', 'sample_vectors', 'faiss_index', 'shard_rows', 'rerank_exact',
-           'faiss_search', 'recall_at_k', 'faiss_recall']
+           'merge_top_k', 'shard_top_k', 'threshold_top_k', 'read_ahead', 'search_shards', 'sentence_encoder',
+           'default_factory', 'sample_vectors', 'faiss_index', 'shard_rows', 'rerank_exact', 'faiss_search',
+           'recall_at_k', 'faiss_recall']
 
 # %% ../nbs/api/17_shards.ipynb #56a8edf5
 SHARD_DTYPE = np.float32 # what shards hold: the encoder's own output (see above)
@@ -146,13 +147,6 @@ def iter_shards(folder:str|Path # a finished shard folder
     if not listing['complete']: raise ValueError(f"{folder}: encoding has not finished; run it again to resume")
     for s in listing['shards']: yield s['start'], np.load(Path(folder)/s['file'], mmap_mode='r')
 
-# %% ../nbs/api/17_shards.ipynb #5882aa58
-def shard_scores(queries:np.ndarray, # one query vector per row
-                 vectors:np.ndarray  # one passage vector per row
-                ) -> np.ndarray:
-    "The dot product of each query with each vector, summed in float64 and rounded to float32."
-    return (np.asarray(queries, np.float64) @ np.asarray(vectors, np.float64).T).astype(np.float32)
-
 # %% ../nbs/api/17_shards.ipynb #f8e58a71
 _NONE = np.iinfo(np.int64).max  # the row of an empty place: after every row, even at a score of -inf
 
@@ -206,7 +200,7 @@ def shard_top_k(queries:np.ndarray, # one query vector per row
     "The best `k` (row, score) pairs of each query within one shard, scored a block of rows at a time."
     best = [[] for _ in range(len(queries))]
     for b in range(0, len(vectors), block):
-        top = [[(start + b + i, x) for i, x in top_k(s, k)] for s in shard_scores(queries, vectors[b:b + block])]
+        top = [[(start + b + i, x) for i, x in top_k(s, k)] for s in vector_scores(queries, vectors[b:b + block])]
         best = merge_top_k(best, top, k)
     return best
 
@@ -214,7 +208,7 @@ def shard_top_k(queries:np.ndarray, # one query vector per row
 def _float32_error(l1:np.ndarray,      # each query's sum of absolute values (float64)
                    vectors:np.ndarray  # a block of vectors
                   ) -> np.ndarray|None:
-    "How far each query's float32 scores over `vectors` may be from `shard_scores`'s; None if float32 may overflow."
+    "How far each query's float32 scores over `vectors` may be from `vector_scores`'s; None if float32 may overflow."
     vmax = float(np.maximum(vectors.max(initial=0), -vectors.min(initial=0)))  # NaN, inf: no bound
     bound = l1 * vmax  # bounds each |q . v| and its partial sums
     if not (np.isfinite(vmax) and bound.max(initial=0) < 1e36): return None
@@ -249,7 +243,7 @@ def _shortlist(q:tuple, vectors:np.ndarray, rows:np.ndarray, scores:np.ndarray, 
             lim[short] = np.partition(s[short], len(v) - k, axis=1)[:, len(v) - k] - 2 * err[short]
         if not len(qi := (c := _candidates(s, lim))[0]): continue
         cols, ci = np.unique(c[1], return_inverse=True); qs, qj = np.unique(qi, return_inverse=True)
-        exact = shard_scores(q64[qs], v[cols])[qj, ci]  # the very scores shard_top_k ranks
+        exact = vector_scores(q64[qs], v[cols])[qj, ci]  # the very scores shard_top_k ranks
         _merge(rows, scores, qi, start + b + cols[ci], exact.astype(np.float64))
 
 def threshold_top_k(queries:np.ndarray, # one query vector per row
@@ -311,16 +305,16 @@ def search_shards(folder:str|Path,    # a finished shard folder
 # %% ../nbs/api/17_shards.ipynb #30ae3c4b
 def sentence_encoder(model:str|None=None,    # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
                      *, prompt:str|None=None, # text prepended to each text
-                     batch_size:int=32,       # encoding batch size
-                     device:str|None=None     # torch device
+                     batch_size:int=32,       # encoding batch size on an accelerator (a CPU encodes each text alone)
+                     device:str|None=None,    # torch device
+                     threads:int|None=None    # threads encoding at once on a CPU (default: every core)
                     ) -> tuple[Callable[[list[str]], np.ndarray], dict]:
     "An `encode(texts)` function giving L2-normalised float32 vectors, and the settings that name it."
     require_neural(f"encoding with {model or 'the default model'!r}")
     st, name = load_sentence_model(model, device)
-    def encode(texts): return st.encode(list(texts), prompt=prompt, batch_size=batch_size, normalize_embeddings=True,
-                                        convert_to_numpy=True).astype(SHARD_DTYPE)
-    return encode, dict(model=name, weights=module_fingerprint(st), prompt=prompt, batch_size=batch_size,
-                        max_seq_length=st.max_seq_length)
+    def encode(texts): return sentence_vectors(st, texts, prompt=prompt, batch_size=batch_size, threads=threads)
+    return encode, dict(model=name, weights=module_fingerprint(st), prompt=prompt,
+                        encoding=encoding_key(st, batch_size), max_seq_length=st.max_seq_length)
 
 # %% ../nbs/api/17_shards.ipynb #ce270b60
 PQ_MIN_ROWS = 39 * 256  # faiss's advice: 39 training vectors per centroid; PQ has 256 centroids per code
@@ -386,7 +380,7 @@ def rerank_exact(folder:str|Path,       # a finished shard folder
     "The `k` best (row, score) pairs of each query among its shortlisted rows, scored exactly."
     short = [np.sort(rj[rj >= 0]) for rj in shortlists]  # sorted: a tie goes to the lower row
     rows = np.unique(np.concatenate(short)); vecs = shard_rows(folder, rows)  # read once for all these queries
-    return [[(int(r[j]), s) for j, s in top_k(shard_scores(q[None], vecs[np.searchsorted(rows, r)])[0], k)]
+    return [[(int(r[j]), s) for j, s in top_k(vector_scores(q[None], vecs[np.searchsorted(rows, r)])[0], k)]
             for q, r in zip(queries, short)]
 
 # %% ../nbs/api/17_shards.ipynb #19c79037

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 from fastcore.basics import patch_to, store_attr
 from .core import cached_arrays, fingerprint
-from .models import load_sentence_model, module_fingerprint
+from .models import encoding_key, load_sentence_model, module_fingerprint, sentence_vectors, vector_scores
 from .retriever import Retriever, check_search, top_k
 
 # %% auto #0
@@ -22,7 +22,7 @@ class SingleVectorRetriever(Retriever):
                  model:str|None=None,          # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
                  query_prompt:str|None=None,   # text prepended to each query
                  passage_prompt:str|None=None, # ... to each passage
-                 batch_size:int=32,            # encoding batch size
+                 batch_size:int=32,            # encoding batch size on an accelerator (a CPU encodes each text alone)
                  index:str='exact',            # 'exact' (numpy) or 'faiss' (flat inner product)
                  cache:bool=True,              # keep the embeddings in the user cache
                  device:str|None=None,         # torch device
@@ -40,12 +40,8 @@ class SingleVectorRetriever(Retriever):
 @patch_to(SingleVectorRetriever)
 def _encode(self, texts:list[str], prompt:str|None=None) -> np.ndarray:
     "L2-normalised float32 embeddings of `texts`."
-    if not texts:  # recent sentence-transformers renamed the getter
-        dim = getattr(self.encoder, 'get_embedding_dimension', self.encoder.get_sentence_embedding_dimension)()
-        return np.zeros((0, dim), dtype=np.float32)
-    bar = self.progress and len(texts) > self.batch_size
-    return self.encoder.encode(texts, prompt=prompt, batch_size=self.batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=bar).astype(np.float32)
+    return sentence_vectors(self.encoder, texts, prompt=prompt, batch_size=self.batch_size,
+                            progress=self.progress and len(texts) > 1)
 
 # %% ../nbs/api/15_single_vector.ipynb #12d3d8dd
 @patch_to(SingleVectorRetriever)
@@ -54,7 +50,8 @@ def _embed_passages(self, cache:bool) -> np.ndarray:
     build = lambda: {'emb': self._encode(self.passages, self.passage_prompt)}
     if not cache: return build()['emb']  # no key: fingerprinting the weights would be wasted
     enc = self.encoder
-    key = fingerprint('single_vector', module_fingerprint(enc), self.passage_prompt or '', str(self.batch_size),
+    key = fingerprint('single_vector', module_fingerprint(enc), self.passage_prompt or '',
+                      encoding_key(enc, self.batch_size),
                       str(enc.max_seq_length), self.passages)
     return cached_arrays(key, build)['emb']
 
@@ -62,7 +59,7 @@ def _embed_passages(self, cache:bool) -> np.ndarray:
 @patch_to(SingleVectorRetriever)
 def scores(self, queries:list[str]):
     "Cosine similarity of every passage to each query."
-    yield from self._encode(queries, self.query_prompt) @ self.embeddings.T
+    yield from vector_scores(self._encode(queries, self.query_prompt), self.embeddings)
 
 # %% ../nbs/api/15_single_vector.ipynb #4e817183
 def _flat_ip(emb:np.ndarray):

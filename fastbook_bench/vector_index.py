@@ -91,7 +91,7 @@ class VectorSearcher:
         self.faiss = 'faiss' in built and not exact
         self.nprobe = built.get('faiss', {}).get('nprobe', 16) if nprobe is None else nprobe
         with offline(options.offline):
-            self.encode, now = sentence_encoder(built['model'], batch_size=built['batch_size'])
+            self.encode, now = sentence_encoder(built['model'])
         if now['weights'] != built['weights']:
             raise ValueError(f"{folder} was encoded by {built['model']!r} with weights {built['weights'][:12]}; "
                              f"the model loaded now, {now['model']!r}, has weights {now['weights'][:12]}")
@@ -104,4 +104,5 @@ class VectorSearcher:
 # %% ../nbs/api/33_vector_index.ipynb #73409a64
 INDEX_KINDS['single_vector'] = IndexKind('single_vector', _vectors_build, VectorSearcher, build_options=('faiss',),
                                          search_options=('nprobe', 'exact'), engines=('local', 'ray'),
-                                         files=('vectors/shards.json',))
+                                         files=('vectors/shards.json',),
+                                         layout=2)  # 1: vectors encoded in batches (0.1.0 and before)
