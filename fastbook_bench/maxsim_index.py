@@ -14,7 +14,7 @@ from fastcore.basics import chunked, patch_to
 from .index import INDEX_KINDS, IndexKind
 from .maxsim import MaxSimEncoder, count_pieces, maxsim_scores
 from .methods import BuildOptions
-from .models import module_fingerprint, offline
+from .models import encoding_key, module_fingerprint, offline
 from .retriever import top_k
 from .shards import encode_shards, iter_shards, read_listing
 from .vector_index import staging_folder
@@ -38,7 +38,8 @@ def _maxsim_build(texts:Iterable[str], folder:Path, options:BuildOptions, progre
     "Encode the streamed `texts` into `folder/vectors`, resuming a killed build; count the pieces; the settings."
     with offline(options.offline): enc = MaxSimEncoder(options.model, window, weights, batch_size)
     settings = dict(model=enc.model, model_fingerprint=module_fingerprint(enc.bert), window=window,
-                    batch_size=batch_size, shard_rows=shard_rows, dtype='float16')
+                    batch_size=batch_size, encoding=encoding_key(enc.bert, batch_size), shard_rows=shard_rows,
+                    dtype='float16')
     df = Counter(); texts = _counted(texts, enc, df); first = list(islice(texts, shard_rows))
     staging = staging_folder(folder, settings, first)
     encode = lambda ts: enc.encode_passages(enc.token_ids(ts))
@@ -97,4 +98,5 @@ def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
 INDEX_KINDS['maxsim'] = IndexKind('maxsim', _maxsim_build, MaxSimSearcher,
                                   build_options=('window', 'weights', 'batch_size', 'shard_rows'),
                                   search_options=('window', 'weights'),
-                                  files=('document_frequencies.npy', 'vectors/shards.json'))
+                                  files=('document_frequencies.npy', 'vectors/shards.json'),
+                                  layout=2)  # 1: windows encoded in batches (0.1.0 and before)
