@@ -10,7 +10,7 @@ from pathlib import Path
 from fastcore.meta import delegates
 from . import __version__
 from .core import return_freed_memory, split_list
-from .flags import call_with_groups, command_params, flag_parser, params, spell_flags, usage
+from .flags import call_with_groups, command_params, flag_parser, params, quiet_pipe, spell_flags, usage
 from .methods import BuildOptions
 
 # %% auto #0
@@ -280,6 +280,7 @@ def _user_errors() -> tuple[type, ...]:
     return (ValueError, TypeError, OSError, ImportError) + ((judge.LLMError,) if judge else ())
 
 # %% ../nbs/api/36_cli.ipynb #30107239
+@quiet_pipe
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         ):
     "Entry point of the `fastbook-bench` command."
@@ -298,6 +299,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
             try: call_with_groups(f, args, GROUPS)
             finally:
                 for w in ws: print(f"note: {_spell(str(w.message), argv[0])}", file=sys.stderr)
+    except BrokenPipeError: raise
     except _user_errors() as e:
         print(f"fastbook-bench {argv[0]}: error: {_spell(str(e), argv[0])}", file=sys.stderr)
         return 2

@@ -4,13 +4,13 @@
 
 # %% ../nbs/api/03_data.ipynb #5cf9a519
 from __future__ import annotations
-import csv, hashlib, json, os
+import csv, hashlib, json, os, re
 from pathlib import Path
 from .core import atomic_write, cache_dir
 
 # %% auto #0
-__all__ = ['CHAPTERS', 'UPSTREAM_URL', 'DATA_FILES', 'DataNotFoundError', 'fetch', 'data_dir', 'load_benchmark', 'dataset_stats',
-           'notebook_text', 'chapter_texts', 'load_keywords', 'question_id', 'published_sums']
+__all__ = ['CHAPTERS', 'UPSTREAM_URL', 'DATA_FILES', 'DataNotFoundError', 'fetch', 'data_dir', 'deepest_line', 'load_benchmark',
+           'dataset_stats', 'notebook_text', 'chapter_texts', 'load_keywords', 'question_id', 'published_sums']
 
 # %% ../nbs/api/03_data.ipynb #124a91ac
 CHAPTERS = {1: '01_intro', 2: '02_production', 4: '04_mnist_basics', 8: '08_collab',
@@ -106,14 +106,27 @@ def _check_question(q, i:int, fn) -> dict:
             raise ValueError(f"{where}: answer_context[{j}]['context'] must be a list of strings")
     return q
 
+# %% ../nbs/api/03_data.ipynb #b5d81816
+def deepest_line(text:str # JSON text
+                ) -> int:
+    "The line (from 1) where the JSON `text` first reaches its deepest nesting."
+    depth = best = at = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[][{}]', text):
+        if m[0] in ('[', '{'):
+            depth += 1
+            if depth > best: best, at = depth, m.start()
+        elif m[0] in (']', '}'): depth -= 1
+    return text.count('\n', 0, at) + 1
+
 # %% ../nbs/api/03_data.ipynb #c87c912e
 def load_benchmark(data:str|Path|None=None # data folder, or a path to a fastbook-benchmark.json
                   ) -> list[dict]:
     "The benchmark's questions, checked for the keys scoring needs."
     fn = Path(data) if data and Path(data).is_file() else data_dir(data)/'fastbook-benchmark.json'
-    try: d = json.loads(fn.read_text(encoding='utf-8'))
+    try: d = json.loads(text := fn.read_text(encoding='utf-8'))
     except json.JSONDecodeError as e:
         raise ValueError(f"{fn}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}") from None
+    except RecursionError: raise ValueError(f"{fn}, line {deepest_line(text)}: JSON nested too deep") from None
     qs = d.get('questions') if isinstance(d, dict) else None
     if not isinstance(qs, list): raise ValueError(f"{fn}: expected an object with a 'questions' list")
     return [_check_question(q, i, fn) for i, q in enumerate(qs)]
@@ -139,8 +152,9 @@ def dataset_stats(questions:list[dict] # as returned by `load_benchmark`
 def notebook_text(path:str|Path # a chapter .ipynb
                  ) -> str:
     "The text of a notebook as the reference builds it: cell sources + newline, up to the questionnaire."
-    try: nb = json.loads(Path(path).read_text(encoding='utf-8'))
+    try: nb = json.loads(text := Path(path).read_text(encoding='utf-8'))
     except json.JSONDecodeError as e: raise ValueError(f"{path}: not valid JSON (line {e.lineno}): {e.msg}") from None
+    except RecursionError: raise ValueError(f"{path}, line {deepest_line(text)}: JSON nested too deep") from None
     parts = []
     for cell in nb.get('cells', []):
         src = cell.get('source', '')

@@ -19,10 +19,15 @@ class FormatError(ValueError):
     "A dataset file that cannot be read; the message names the file, the line and what is wrong."
 
 # %% ../nbs/api/19_datasets.ipynb #3a59f65b
+def _no_file(path:Path, what:str='file') -> Exception:
+    "The error for a `path` that is no regular file."
+    if not path.exists(): return FileNotFoundError(f"{path}: no such {what}")
+    return ValueError(f"{path}: a pipe or a device, not a regular file; save it to a file first")
+
 def _open_bytes(path:Path):
     "`path` opened for reading bytes, through gzip when it ends in `.gz`."
     if path.is_dir(): raise FileNotFoundError(f"{path}: is a folder, not a file")
-    if not path.is_file(): raise FileNotFoundError(f"{path}: no such file")
+    if not path.is_file(): raise _no_file(path)
     return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
 
 # %% ../nbs/api/19_datasets.ipynb #0f8e1a57
@@ -33,8 +38,8 @@ def iter_lines(path:str|Path, # a UTF-8 text file, optionally gzipped
     path, n, rest, size = Path(path), 1, [], positive_int(size, 'size')
     with _open_bytes(path) as f:
         while True:
-            try: data = f.read(size)
-            except (OSError, EOFError, zlib.error) as e:  # a damaged or truncated .gz
+            try: data = f.read1(size)  # one read: a .gz fails after the lines before its damage
+            except (OSError, EOFError, zlib.error) as e:
                 raise FormatError(f"{path}, line {n}: cannot be read ({type(e).__name__}: {e})") from None
             cut = data.rfind(b'\n') + 1  # at the end (no data), the rest is the last line
             if data and not cut: rest.append(data); continue  # no line ends yet
@@ -64,6 +69,7 @@ def iter_jsonl(path:str|Path # a JSON-lines file, optionally gzipped
         try: obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise FormatError(f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
+        except RecursionError: raise FormatError(f"{path}, line {n}: JSON nested too deep") from None
         if not isinstance(obj, dict):
             raise FormatError(f"{path}, line {n}: expected a JSON object, got {type(obj).__name__}")
         yield n, obj
@@ -134,9 +140,12 @@ def _is_header(line:str) -> bool:
 # %% ../nbs/api/19_datasets.ipynb #b9c5ea22
 def _json_qrels(path) -> tuple[dict[str, dict[str, int]], dict]:
     "The judgements of a JSON file `{query id: {doc id: relevance}}`, and where each is (for warnings)."
-    try: data = json.loads('\n'.join(line for _, line in iter_lines(path)))
+    try: data = json.loads(text := '\n'.join(line for _, line in iter_lines(path)))
     except json.JSONDecodeError as e:
         raise FormatError(f"{path}, line {e.lineno}: not valid JSON ({e.msg}, column {e.colno})") from None
+    except RecursionError:
+        from fastbook_bench.data import deepest_line
+        raise FormatError(f"{path}, line {deepest_line(text)}: JSON nested too deep") from None
     if not isinstance(data, dict): raise FormatError(f"{path}: expected a JSON object {{query id: {{doc id: "
                                                      f"relevance}}}}, got {type(data).__name__}")
     qrels = {}
@@ -268,7 +277,7 @@ def corpus_file(corpus:str|Path # a corpus file, or a dataset folder of any layo
     "The corpus file `corpus` names: itself, or the corpus file of a dataset folder."
     p = Path(corpus)
     if p.is_dir(): return dataset_files(p, queries=False)[1]
-    if not p.is_file(): raise FileNotFoundError(f"{p}: no such corpus file or dataset folder")
+    if not p.is_file(): raise _no_file(p, 'corpus file or dataset folder')
     return p
 
 # %% ../nbs/api/19_datasets.ipynb #67dd7c25

@@ -4,12 +4,12 @@
 
 # %% ../nbs/api/35_flags.ipynb #3831891b
 from __future__ import annotations
-import argparse, inspect, re
+import argparse, functools, inspect, math, os, re, sys
 from typing import Callable, Iterable
 
 # %% auto #0
 __all__ = ['params', 'command_parts', 'command_params', 'command_flags', 'FlagParser', 'flag_parser', 'usage', 'call_with_groups',
-           'spell_flags']
+           'spell_flags', 'quiet_pipe']
 
 # %% ../nbs/api/35_flags.ipynb #68771a7c
 def params(f:Callable) -> list[str]:
@@ -47,7 +47,7 @@ def _add_flag(p, name:str, prm:inspect.Parameter, const:dict):
     flag, kw, anno = name.replace('_', '-'), dict(dest=name), prm.annotation
     if anno is bool and prm.default: flag, kw = f'no-{flag}', dict(kw, action='store_false')
     elif anno is bool: kw['action'] = 'store_true'
-    else: kw['type'] = anno
+    else: kw['type'] = _TYPES.get(anno, anno)
     if name in const: kw.update(nargs='?', const=const[name])
     p.add_argument(f'--{flag}', *[f'--{flag.replace("-", "_")}'] * ('-' in flag), **kw)
 
@@ -55,6 +55,25 @@ def _help(d, negated:bool) -> str:
     "The help of a flag of docments `d`: its comment (`don't ...` for a --no- flag), then its default unless None."
     h, shown = "don't " * negated + (d.docment or ''), d.default not in (None, inspect.Parameter.empty)
     return h + f' (default: {d.default})' if shown and d.anno is not bool else h
+
+# %% ../nbs/api/35_flags.ipynb #91200c0e
+def _int64(s:str) -> int:
+    "An `int` flag's value: an integer of 64 bits."
+    try: n = int(s)
+    except ValueError: raise argparse.ArgumentTypeError(f"invalid int value: {s!r}") from None
+    if not -2**63 <= n < 2**63: raise argparse.ArgumentTypeError(f"{s} is out of range (at most {2**63 - 1})")
+    return n
+
+# %% ../nbs/api/35_flags.ipynb #5b807468
+def _finite(s:str) -> float:
+    "A `float` flag's value: a finite number."
+    try: x = float(s)
+    except ValueError: raise argparse.ArgumentTypeError(f"invalid float value: {s!r}") from None
+    if not math.isfinite(x): raise argparse.ArgumentTypeError(f"{s} is not a finite number")
+    return x
+
+# %% ../nbs/api/35_flags.ipynb #05ea097e
+_TYPES = {int: _int64, float: _finite}  # the parser's type for each annotation that needs one
 
 # %% ../nbs/api/35_flags.ipynb #a3b9ba77
 class FlagParser(argparse.ArgumentParser):
@@ -105,3 +124,17 @@ def spell_flags(message:str,         # an error or warning, parameters in backti
     "`message` with each backticked parameter of `names` or `renamed` as its flag: `chunk_size` -> --chunk-size."
     names = {**{n: n for n in names}, **renamed}
     return re.sub(r'`(\w+)`', lambda m: '--' + names[m[1]].replace('_', '-') if m[1] in names else m[0], message)
+
+# %% ../nbs/api/35_flags.ipynb #36170cf8
+def quiet_pipe(f:Callable # a command's entry point
+              ) -> Callable:
+    "`f`, returning 141 without a word when the reader of its output leaves, as a Unix tool that `SIGPIPE` ends."
+    @functools.wraps(f)
+    def _f(*args, **kwargs):
+        try:
+            try: return f(*args, **kwargs)
+            finally: sys.stdout.flush()  # a reader that left is met here, not at exit
+        except BrokenPipeError:  # what is left to write goes nowhere, so that the exit does not fail again
+            if sys.stdout is sys.__stdout__: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
+    return _f

@@ -13,8 +13,8 @@ from .fts import tokenize
 __getattr__ = renamed(__name__, ['parse_label'])
 
 # %% auto #0
-__all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'render_prompt', 'Judge', 'overlap_label', 'OverlapJudge', 'LLMError', 'LLMJudge',
-           'make_judge']
+__all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'MAX_RETRY_AFTER', 'render_prompt', 'Judge', 'overlap_label', 'OverlapJudge',
+           'LLMError', 'LLMJudge', 'make_judge']
 
 # %% ../nbs/api/23_judge.ipynb #3b524525
 JUDGE_PROMPT = """You are judging whether a document answers a search query.
@@ -111,7 +111,9 @@ def _check_options(prompt:str, timeout:float, max_retries:int):
     render_prompt(prompt, '', '')
     if not (isinstance(max_retries, int) and max_retries >= 0):
         raise ValueError(f"`max_retries` must be 0 or more, got {max_retries!r}")
-    if not timeout > 0: raise ValueError(f"`timeout` must be a positive number of seconds, got {timeout!r}")
+    if not 0 < timeout <= threading.TIMEOUT_MAX:  # a larger one overflows the socket's clock
+        raise ValueError(f"`timeout` must be a positive number of seconds (at most {threading.TIMEOUT_MAX:.0f}), "
+                         f"got {timeout!r}")
 
 # %% ../nbs/api/23_judge.ipynb #3b62a2ec
 class LLMJudge(Judge):
@@ -160,6 +162,9 @@ def _http_error(self, e:urllib.error.HTTPError # the error urllib raised
                ) -> Exception:
     "A `_Retry` for a status in `RETRY_STATUS`, else an `LLMError` saying what the server answered."
     if e.code in RETRY_STATUS: return _Retry(f'HTTP {e.code}', _retry_after(e.headers.get('Retry-After')))
+    if 300 <= e.code < 400:
+        return LLMError(f"{self.url}: HTTP {e.code} redirects to {e.headers.get('Location')}; not followed, so that "
+                        "the key goes nowhere else (give that URL as `base_url` if you trust it)")
     hint = ''
     if e.code in (401, 403):
         unset = '' if os.environ.get(self.api_key_env) else ', which is not set'
@@ -171,10 +176,17 @@ def _reply_text(raw:bytes # the body of a 200 response
                ) -> str:
     "The reply text of a chat-completion body; a `_Retry` when the body is not one."
     try: reply = json.loads(raw)['choices'][0]['message']['content']
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         raise _Retry(f'malformed response body: {raw[:100]!r}') from None
     if reply is not None and not isinstance(reply, str): raise _Retry(f'message content is a {type(reply).__name__}')
     return reply or ""
+
+# %% ../nbs/api/23_judge.ipynb #2a2a06d2
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    "Follow no redirect: the answer to a `3xx` is its `HTTPError`."
+    def redirect_request(self, *args): return None
+
+_opener = urllib.request.build_opener(_NoRedirect)
 
 # %% ../nbs/api/23_judge.ipynb #dde1daa0
 @patch_to(LLMJudge)
@@ -183,7 +195,7 @@ def _attempt(self, data:bytes # the JSON request body
     "One request: the reply text, or `_Retry`/`LLMError`."
     req = urllib.request.Request(self.url, data, self._headers())
     try:
-        with urllib.request.urlopen(req, timeout=self.timeout) as r: raw = r.read()
+        with _opener.open(req, timeout=self.timeout) as r: raw = r.read()
     except urllib.error.HTTPError as e: raise self._http_error(e) from None
     except (TimeoutError, socket.timeout, ConnectionError, http.client.HTTPException, urllib.error.URLError) as e:
         raise _Retry(f'{type(e).__name__}: {getattr(e, "reason", e)}') from None
@@ -193,6 +205,9 @@ def _attempt(self, data:bytes # the JSON request body
 @patch_to(LLMJudge)
 def _count(self, outcome:str):
     with self._lock: self.requests[outcome] += 1
+
+# %% ../nbs/api/23_judge.ipynb #d6930ca1
+MAX_RETRY_AFTER = 3600 # the longest Retry-After a judge waits for; a server asking more is given up on
 
 # %% ../nbs/api/23_judge.ipynb #bc65ccdc
 @patch_to(LLMJudge)
@@ -221,6 +236,9 @@ def judge(self, query:str, document:str) -> tuple[int|None, str]:
             self._count(str(e).split(':')[0])
             if attempt == self.max_retries:
                 raise LLMError(f"{self.url}: no answer after {attempt + 1} attempts; the last: {e}") from None
+            if (e.retry_after or 0) > MAX_RETRY_AFTER:
+                raise LLMError(f"{self.url}: asks to wait {e.retry_after:.0f} s before trying again (Retry-After), "
+                               f"more than the {MAX_RETRY_AFTER} s a judge waits; try again later") from None
             time.sleep(self.delay(attempt, e.retry_after)); continue
         self._count('answered')
         return _parse_label(reply), reply

@@ -44,7 +44,7 @@ def read(self) -> dict[tuple[str, str], dict]:
     for i, line in enumerate(lines, 1):
         if not line.strip(): continue
         try: r = json.loads(line)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # RecursionError: a line nested too deep
             if i == len(lines): break  # an unfinished last line (no newline yet): the write was interrupted
             raise ValueError(f"{self.path}, line {i}: not valid JSON: {e}") from None
         r = _check_record(r, self.path, i)
@@ -57,7 +57,7 @@ def _repair(self):
     "End the log with a newline: cut off an unfinished last line, or complete a whole one."
     if not self.path.is_file() or not (data := self.path.read_bytes()) or data.endswith(b'\n'): return
     try: json.loads(data[data.rfind(b'\n') + 1:]); whole = True
-    except ValueError: whole = False
+    except (ValueError, RecursionError): whole = False
     if whole:
         with open(self.path, 'ab') as f: f.write(b'\n')
         return

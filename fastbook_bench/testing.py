@@ -75,7 +75,7 @@ def tiny_bert(dest:str|Path, # the folder to write (replaced whole if it exists)
     return atomic_dir(dest, build)
 
 # %% ../nbs/api/02_testing.ipynb #e267dc66
-_MARK = re.compile(r'\[\[(429|500|slow|malformed)x(\d+)\]\]|\[\[nobox\]\]')
+_MARK = re.compile(r'\[\[(429|500|slow|malformed|deep)x(\d+)\]\]|\[\[nobox\]\]')
 
 def _fault(content:str, n:int) -> str|None:
     "The scripted outcome of the `n`-th request (1-based) for a prompt `content`, from its markers."
@@ -95,10 +95,12 @@ class FakeChatServer:
                  slow_seconds:float=2.0, # how long a [[slowxN]] answer takes
                  retry_after:float=1,    # seconds sent in the Retry-After header of a 429
                  api_key:str|None=None,  # if set, requests must carry it as a bearer token
-                 model:str='fake-judge'): # the model named in replies
+                 model:str='fake-judge', # the model named in replies
+                 redirect:str|None=None, # if set, every request is redirected to this URL
+                 redirect_status:int=302): # the status of those redirects
         self.label, self.slow_seconds, self.retry_after = label or _hash_label, slow_seconds, retry_after
-        self.api_key, self.model = api_key, model
-        self.hits, self._seen, self._lock = Counter(), Counter(), threading.Lock()
+        self.api_key, self.model, self.redirect, self.redirect_status = api_key, model, redirect, redirect_status
+        self.hits, self._seen, self._lock, self.auth = Counter(), Counter(), threading.Lock(), []
         self.httpd = None
 
 # %% ../nbs/api/02_testing.ipynb #f8793d1b
@@ -121,6 +123,7 @@ def start(self):
     server = self
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self): server._handle(self)
+        do_GET = do_POST  # a client that followed a redirect may come back with a GET
         def log_message(self, *args): pass
     self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
     self.httpd.handle_error = lambda *a: None  # a client that gave up (timeout) closes its socket: not an error here
@@ -154,6 +157,9 @@ def _handle(self, h:BaseHTTPRequestHandler):
     "Answer one POST."
     raw = h.rfile.read(int(h.headers.get('Content-Length') or 0))
     fail = lambda status, msg, headers=None: _send(h, status, {'error': {'message': msg}}, headers)
+    with self._lock: self.auth.append(h.headers.get('Authorization'))
+    if self.redirect:
+        return self._count('redirected') or _send(h, self.redirect_status, b'', {'Location': self.redirect})
     if h.path.rstrip('/') != '/v1/chat/completions': return self._count('not_found') or fail(404, 'not found')
     if self.api_key and h.headers.get('Authorization') != f'Bearer {self.api_key}':
         return self._count('unauthorized') or fail(401, 'invalid api key')
@@ -166,6 +172,7 @@ def _handle(self, h:BaseHTTPRequestHandler):
     if fault == '429': return fail(429, 'rate limited', {'Retry-After': str(self.retry_after)})
     if fault == '500': return fail(500, 'internal error')
     if fault == 'malformed': return _send(h, 200, b'{"choices": [{"message": {"content": "cut')
+    if fault == 'deep': return _send(h, 200, b'[' * 100000 + b']' * 100000)
     if fault == 'slow': time.sleep(self.slow_seconds)
     _send(h, 200, self._reply(content, fault == 'nobox'))
 
