@@ -372,7 +372,7 @@ def _on_threads(fn:Callable, n:int, threads:int, parts:int=8):
 @patch_to(BM25Searcher)
 def search(self, queries:list[str], k:int, batch:int=4096) -> list[list[tuple[int, float]]]:
     "The best `k` `(row, score)` pairs of each query, `batch` queries at a time on every core."
-    out = []
+    out, k = [], min(k, self.n)  # its arrays are sized by k: never beyond the corpus
     for b0 in range(0, len(queries), batch):
         ids = [self.ids(q) for q in queries[b0:b0 + batch]]; n = len(ids)
         qptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)

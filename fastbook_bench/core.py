@@ -4,16 +4,16 @@
 
 # %% ../nbs/api/00_core.ipynb #ca1dc791
 from __future__ import annotations
-import glob, hashlib, io, os, shutil, sys, tempfile, warnings
+import errno, glob, hashlib, io, os, shutil, stat, sys, tempfile, time, warnings
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Callable, Iterator, Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'fingerprint', 'cached_arrays',
+__all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'HeldDir', 'fingerprint', 'cached_arrays',
            'return_freed_memory', 'say_once', 'positive_int', 'split_list', 'positive_ints', 'available_cores',
-           'check_writable', 'file_sha256', 'file_records', 'check_files', 'check_not_input', 'renamed']
+           'check_writable', 'file_sha256', 'file_records', 'inside', 'check_files', 'check_not_input', 'renamed']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -29,22 +29,30 @@ def _read_umask() -> int:
 
 _UMASK = _read_umask()  # read once, at import: the permissions a plain `open` would give new files
 
+# %% ../nbs/api/00_core.ipynb #c2d60578
+def _stream(path:Path) -> bool:
+    "Whether `path` is a stream (a FIFO, a terminal, a device): an output written into, never replaced."
+    try: return not (stat.S_ISREG(m := os.stat(path).st_mode) or stat.S_ISDIR(m))
+    except OSError: return False
+
 # %% ../nbs/api/00_core.ipynb #5d7fb217
 def atomic_file(path:str|Path, # file to (re)create
                 make:Callable[[Path], object] # writes the whole file at the temporary path it is given
                ) -> Path:
     "Run `make(tmp)` on a temporary path beside `path`, then rename it into place: `path` is complete or untouched."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.tmp'); os.close(fd)
+    path = Path(path); into = _stream(path)  # the one output guard: every file output comes here
+    if not into: path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=None if into else path.parent, prefix=f'.{path.name}.', suffix='.tmp'); os.close(fd)
     try:
         make(Path(tmp))
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes files private (0600); give the usual permissions
-        os.replace(tmp, path)
+        if into:
+            with open(tmp, 'rb') as src, open(path, 'wb') as dst: shutil.copyfileobj(src, dst)
+        else: os.chmod(tmp, 0o666 & ~_UMASK); os.replace(tmp, path)  # mkstemp's are private: the usual permissions
     except BaseException as e:
-        Path(tmp).unlink(missing_ok=True)
         if isinstance(e, OSError) and e.filename is None:  # a full disk names no file: name the one being written
             raise OSError(e.errno, f"{path}: writing it failed ({e.strerror})") from None
         raise
+    finally: Path(tmp).unlink(missing_ok=True)
     return path
 
 # %% ../nbs/api/00_core.ipynb #fc3743f4
@@ -58,17 +66,52 @@ def atomic_write(path:str|Path, # file to (over)write
     return atomic_file(path, make)
 
 # %% ../nbs/api/00_core.ipynb #4040e259
-try: import fcntl  # locks a staging folder (`staged_dir`); absent on Windows, where builds go unlocked
+try: import fcntl  # locks staging and held folders; absent on Windows, where nothing is locked
 except ImportError: fcntl = None
 
+def _lock(fd:int, shared:bool=False) -> bool:
+    "Lock the open folder `fd` without waiting, alone or `shared` with readers; whether it was got."
+    if fcntl is None: return True
+    try: fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB); return True
+    except BlockingIOError: return False
+
+# %% ../nbs/api/00_core.ipynb #a850ad51
+_DIR = os.O_RDONLY | getattr(os, 'O_DIRECTORY', 0)  # opens a folder only
+
+def _own(p:Path) -> int|None:
+    "A descriptor of `p` if it is a folder of this user, not a link; else None."
+    try: fd = os.open(p, _DIR | getattr(os, 'O_NOFOLLOW', 0))
+    except OSError: return None
+    if os.fstat(fd).st_uid == os.geteuid(): return fd
+    os.close(fd)
+
+def _remove(old:Path|None):
+    "Remove `old`, a folder this package renamed away, unless a reader holds it (`HeldDir`): a later build does."
+    if old is None or (fd := _own(old)) is None: return
+    try:
+        if _lock(fd): shutil.rmtree(old, ignore_errors=True)
+    finally: os.close(fd)
+
 # %% ../nbs/api/00_core.ipynb #30566e58
-def _publish(tmp:Path, dest:Path, old:Path):
-    "Make the finished folder `tmp` readable by others and rename it to `dest` (a folder there goes to `old`, then)."
+def _exchange(a:Path, b:Path) -> bool:
+    "Swap the folders `a` and `b` in one step (Linux's `renameat2`), so `b` is never missing; whether it could."
+    if not sys.platform.startswith('linux'): return False
+    import ctypes
+    if (f := getattr(ctypes.CDLL(None, use_errno=True), 'renameat2', None)) is None: return False
+    if f(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0: return True  # AT_FDCWD, RENAME_EXCHANGE
+    if (e := ctypes.get_errno()) in (errno.ENOSYS, errno.EINVAL): return False  # an old kernel or file system
+    raise OSError(e, os.strerror(e), str(b))
+
+def _publish(tmp:Path, dest:Path) -> Path|None:
+    "Make the finished folder `tmp` readable by others and put it at `dest`; the folder it replaced, renamed away."
     os.chmod(tmp, 0o755)
     for p in tmp.iterdir(): os.chmod(p, 0o755 if p.is_dir() else 0o644)
-    if dest.exists(): dest.rename(old)
-    tmp.rename(dest)
-    shutil.rmtree(old, ignore_errors=True)
+    if not os.path.lexists(dest): tmp.rename(dest); return None
+    if dest.is_symlink() or not dest.is_dir(): raise FileExistsError(f"{dest}: exists and is not a folder")
+    old = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.old-'))  # a new name
+    if _exchange(tmp, dest): tmp.rename(old)
+    else: dest.rename(old); tmp.rename(dest)
+    return old
 
 # %% ../nbs/api/00_core.ipynb #8138fc52
 def atomic_dir(dest:str|Path, # the folder to (re)build
@@ -77,28 +120,39 @@ def atomic_dir(dest:str|Path, # the folder to (re)build
     "Run `build(tmp)` in a temporary folder beside `dest`, then rename it into place: `dest` is complete or absent."
     dest = Path(dest).resolve()  # absolute: colbert-ai treats a relative path like a hub repo id
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp, old = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.tmp')), None
-    try:
-        build(tmp)
-        _publish(tmp, dest, tmp.with_name(tmp.name + '-old'))
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.tmp'))
+    try: build(tmp); old = _publish(tmp, dest)
     finally: shutil.rmtree(tmp, ignore_errors=True)
+    _remove(old)
     return dest
 
 # %% ../nbs/api/00_core.ipynb #5a3556c8
 @contextmanager
-def _staging(dest:Path) -> Iterator[Path]:
-    "The staging folder of `dest`, created and locked by this process while inside."
-    tmp = dest.with_name(f'.{dest.name}.partial'); tmp.mkdir(exist_ok=True)
-    fd = os.open(tmp, os.O_RDONLY)
+def _staging(dest:Path, keep:str='.partial') -> Iterator[Path]:
+    "A new staging folder beside `dest`, locked while inside, holding the `keep` work that stopped builds left."
+    new = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f'.{dest.name}.new-'))
+    fd = os.open(new, _DIR); _lock(fd)  # locked before it takes the name other builds look for
+    tmp = new.rename(dest.with_name(f'.{dest.name}.partial-' + new.name.rsplit('-', 1)[1]))
     try:
-        try:
-            if fcntl: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if not os.path.samestat(os.fstat(fd), os.stat(tmp)): raise BlockingIOError  # it was renamed meanwhile
-        except (BlockingIOError, FileNotFoundError):
-            raise FileExistsError(f"{dest}: another run is writing it ({tmp.name} is in use); "
-                                  "wait for it to finish, or write elsewhere") from None
+        try: _leftovers(dest, tmp, keep)
+        except BaseException: shutil.rmtree(tmp, ignore_errors=True); raise
         yield tmp
     finally: os.close(fd)
+
+# %% ../nbs/api/00_core.ipynb #e7a2b0d8
+def _leftovers(dest:Path, into:Path, keep:str):
+    "Move the `keep` entries of staging folders that stopped builds of `dest` left `into` this one; remove the rest."
+    for p in dest.parent.glob(glob.escape(f'.{dest.name}.partial-') + '?' * 8):
+        if p == into or (fd := _own(p)) is None: continue  # a link, a file, another user's: never touched
+        try:
+            if not _lock(fd): raise FileExistsError(f"{dest}: another run is writing it ({p.name} is in use); "
+                                                    "wait for it to finish, or write elsewhere")
+            for e in [e for e in os.listdir(fd) if e.endswith(keep)]:
+                try: os.rename(e, into/e, src_dir_fd=fd)
+                except OSError: pass  # the same work, taken from another folder already
+            shutil.rmtree(p, ignore_errors=True)
+        finally: os.close(fd)
+    for p in dest.parent.glob(glob.escape(f'.{dest.name}.old-') + '?' * 8): _remove(p)  # held when replaced
 
 # %% ../nbs/api/00_core.ipynb #abac217d
 def _clear(folder:Path, keep:str):
@@ -111,12 +165,9 @@ def staged_dir(dest:str|Path, # the folder to (re)build
                build:Callable[[Path], object], # fills the staging folder it is given (`*.partial` entries may be there)
                keep:str='.partial' # entries so named are kept for a rerun to resume from
               ) -> Path:
-    "`atomic_dir` for long builds: one locked staging folder beside `dest`, cleared or resumed by a rerun."
+    "`atomic_dir` for long builds: a new locked staging folder beside `dest`, given the work stopped builds left."
     dest = Path(dest).resolve(); dest.parent.mkdir(parents=True, exist_ok=True)
-    with _staging(dest) as tmp:
-        old = dest.with_name(f'.{dest.name}.old'); shutil.rmtree(old, ignore_errors=True)
-        for p in glob.glob(glob.escape(str(dest.with_name(f'.{dest.name}.tmp'))) + '*'): shutil.rmtree(p, True)
-        _clear(tmp, keep)
+    with _staging(dest, keep) as tmp:
         try: build(tmp)
         except BaseException as e:  # Ctrl-C too: keep only the work to resume
             _clear(tmp, keep)
@@ -125,8 +176,30 @@ def staged_dir(dest:str|Path, # the folder to (re)build
                 raise OSError(e.errno, f"{dest}: writing it failed ({e.strerror})") from None
             raise
         for p in tmp.glob('*' + keep): shutil.rmtree(p)  # work left to resume that this build did not use
-        _publish(tmp, dest, old)
+        old = _publish(tmp, dest)
+    _remove(old)
     return dest
+
+# %% ../nbs/api/00_core.ipynb #29f9703c
+class HeldDir:
+    "Folder `folder` opened once and share-locked: `path` reaches its files through that handle while held."
+    def __init__(self, folder:str|Path, # a folder that `staged_dir` or `atomic_dir` may replace meanwhile
+                 tries:int=1000):       # attempts, should a build replace it each time between open and lock
+        self.folder, self.fd = Path(folder), None
+        for _ in range(tries):
+            fd = os.open(self.folder, _DIR)
+            try: ok = _lock(fd, shared=True) and os.path.samestat(os.fstat(fd), os.stat(self.folder))
+            except OSError: ok = False  # replaced meanwhile, or the build that put it there still holds it
+            if ok: self.fd = fd; break
+            os.close(fd); time.sleep(0.001)
+        else: raise OSError(errno.EBUSY, f"{folder}: replaced {tries} times while being opened; try again")
+        at = Path(f'/proc/self/fd/{self.fd}')  # Linux: a path through the handle, which renames do not move
+        self.path = at if at.is_dir() else self.folder
+    def close(self, _close=os.close):  # `os` itself may be gone when __del__ runs at exit
+        if self.fd is not None: _close(self.fd); self.fd = None
+    __del__ = close
+    def __enter__(self): return self
+    def __exit__(self, *exc): self.close()
 
 # %% ../nbs/api/00_core.ipynb #26f5b6e4
 def fingerprint(*parts:str|list[str]) -> str:
@@ -234,6 +307,9 @@ def check_writable(path:str|Path, # where a file (or, with `folder`, a folder) w
                    folder:bool=False):
     "Fail unless `path` can be written, before any slow work: not a folder for a file, nor a file for a folder."
     p = Path(path)
+    if not folder and _stream(p):  # written into (`atomic_file`): it takes writes, or not
+        if os.access(p, os.W_OK): return
+        raise PermissionError(f"`{name}` {path}: cannot write into it")
     if folder and p.exists() and not p.is_dir(): raise ValueError(f"`{name}` {path} is a file, not a folder")
     if not folder and p.is_dir(): raise ValueError(f"`{name}` {path} is a folder; give a file name")
     d = next(a for a in (p if folder else p.parent, *(p if folder else p.parent).parents) if a.exists())
@@ -261,15 +337,34 @@ def file_records(folder:str|Path # a folder
     return {p.relative_to(folder).as_posix(): dict(size=p.stat().st_size, head=_head(p), sha256=file_sha256(p))
             for p in files}
 
+# %% ../nbs/api/00_core.ipynb #3329a8e7
+def inside(folder:str|Path, # a folder
+           name:str         # a path in it, relative and `/`-separated (as `file_records` writes them)
+          ) -> Path:
+    "`folder/name`, if `name` stays inside `folder` (relative, no `..`); else a ValueError naming both."
+    p = PurePosixPath(name) if isinstance(name, str) and name and '\\' not in name else None
+    if p is None or p.is_absolute() or '..' in p.parts:
+        raise ValueError(f"{folder}: lists {name!r}, which is not a file inside it")
+    return Path(folder)/p
+
+def _links(folder:Path) -> Iterator[Path]:
+    "The links under `folder`, its sub-folders searched."
+    with os.scandir(folder) as es:
+        for e in es:
+            if e.is_symlink(): yield Path(e.path)
+            elif e.is_dir(): yield from _links(Path(e.path))
+
 # %% ../nbs/api/00_core.ipynb #28b97695
 def check_files(folder:str|Path, # a folder
                 records:dict[str, dict], # what `file_records` said of it
                 full:bool=False # also compare every byte (sha256), not only sizes and first blocks
                ) -> int:
     "The bytes of the files `records` lists, checked; else a ValueError naming the first file that differs, and how."
+    if (link := next(_links(Path(folder)), None)) is not None:
+        raise ValueError(f"{link}: a link, which could lead outside the folder (a build makes none)")
     n = 0
     for name, r in records.items():
-        p = Path(folder)/name
+        p = inside(folder, name)
         if not p.is_file(): raise ValueError(f"{p}: missing")
         if (size := p.stat().st_size) != r['size']: raise ValueError(f"{p}: {size} bytes, not the {r['size']} written")
         if _head(p) != r['head'] or full and file_sha256(p) != r['sha256']:

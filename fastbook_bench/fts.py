@@ -119,7 +119,7 @@ def fts5_search(con:sqlite3.Connection, # a database filled by `fts5_fill`
 @patch_to(FTS5Retriever)
 def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tuple[int, float]]]:
     "`Retriever.search` by SQLite: `(passage index, -bm25)` pairs; passages matching no term are left out."
-    queries, subsets = check_search(self, queries, k, subsets)
+    queries, subsets = check_search(self, queries, k, subsets); k = min(k, len(self))  # SQLite's LIMIT is 64-bit
     return [fts5_search(self.con, q, k, sub) for q, sub in zip(queries, subsets)]
 
 # %% ../nbs/api/07_fts.ipynb #d835895f

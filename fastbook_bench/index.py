@@ -4,15 +4,16 @@
 
 # %% ../nbs/api/31_index.ipynb #249aeb2c
 from __future__ import annotations
-import errno, gzip, hashlib, json, sqlite3, sys, threading
+import errno, gzip, hashlib, json, os, sqlite3, sys, threading
 import importlib
 from array import array
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
-from .core import (atomic_write, available_cores, check_files, check_not_input, check_writable,
+from .core import (HeldDir, atomic_write, available_cores, check_files, check_not_input, check_writable,
                                  file_records, file_sha256, renamed, staged_dir)
 from .bench import score_run
 from .datasets import corpus_file, iter_corpus, read_qrels, read_queries
@@ -98,14 +99,15 @@ def _checksum(m:dict) -> str:
     return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 def _rebuild(m:dict, folder) -> str:
-    "How to build `folder` again, from what its manifest says."
-    return (f"`fastbook-bench index` with `corpus` {m.get('corpus', {}).get('path', '?')}, `method` {m.get('method')}, "
-            f"`out` {folder}")
+    "How to build `folder` again, from what its manifest says (removed first if edited: a build replaces only its own)."
+    how = 'rebuild it' if m.get('checksum') == _checksum(m) else 'remove it, then build it again'
+    return (f"{how}: `fastbook-bench index` with `corpus` {m.get('corpus', {}).get('path', '?')}, "
+            f"`method` {m.get('method')}, `out` {folder}")
 
 # %% ../nbs/api/31_index.ipynb #b3a8c594
 def _check_folder(folder:Path, m:dict) -> dict:
     "`m` if unedited, and `folder` holds its method's files, each as built (size, first block); else an error."
-    fn, again = folder/'manifest.json', f"rebuild it: {_rebuild(m, folder)}"
+    fn, again = folder/'manifest.json', _rebuild(m, folder)
     kind, unedited = _kind(m['method']), m.get('checksum') == _checksum(m)
     if unedited and (v := m.get('layout', 1)) != kind.layout:
         raise ValueError(f"{folder}: a {m['method']} index of another version (files of layout {v}; this version reads "
@@ -130,9 +132,9 @@ def read_manifest(folder:str|Path # an index folder
     except (json.JSONDecodeError, UnicodeDecodeError) as e: raise ValueError(f"{fn}: not valid JSON ({e})") from None
     if not isinstance(m, dict) or m.get('complete') is not True: raise ValueError(f"{fn}: the index is incomplete")
     if m.get('format') == INDEX_FORMAT and not (isinstance(m.get('method'), str) and isinstance(m.get('files'), dict)):
-        raise ValueError(f"{fn}: says no method or no files (an edited manifest?); rebuild it: {_rebuild(m, folder)}")
+        raise ValueError(f"{fn}: says no method or no files (an edited manifest?); {_rebuild(m, folder)}")
     if m.get('format') == 1: raise ValueError(f"{folder}: an index of an earlier version (format 1, its files not "
-                                              f"recorded); rebuild it: {_rebuild(m, folder)}")
+                                              f"recorded); {_rebuild(m, folder)}")
     if m.get('format') != INDEX_FORMAT:
         raise ValueError(f"{fn}: index format {m.get('format')!r}; this version reads format {INDEX_FORMAT}")
     return _check_folder(Path(folder), m)
@@ -146,11 +148,21 @@ def _kind(method:str) -> IndexKind:
     return INDEX_KINDS[method]
 
 # %% ../nbs/api/31_index.ipynb #d072f613
+def _unlisted(out:Path) -> str|None:
+    "What keeps folder `out` from being wholly an index this package wrote (manifest unedited, every file listed)."
+    try: m = json.loads((out/'manifest.json').read_text(encoding='utf-8')) if (out/'manifest.json').is_file() else None
+    except (OSError, ValueError): m = None
+    if not (isinstance(m, dict) and m.get('checksum') == _checksum(m) and isinstance(m.get('files'), dict)):
+        return 'no manifest this package wrote'
+    found = {p.relative_to(out).as_posix() for p in out.rglob('*') if p.is_symlink() or not p.is_dir()}
+    extra = sorted(found - {*m['files'], 'manifest.json'})
+    return f'{extra[0]}, which its manifest does not list' if extra else None
+
 def _check_out(out:Path):
-    "Refuse an `out` that is a file, or a non-empty folder that is not an index."
+    "Refuse an `out` that is a file, or a non-empty folder that is not wholly an index this package wrote."
     if out.exists() and not out.is_dir(): raise FileExistsError(f"{out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out/'manifest.json').is_file():
-        raise FileExistsError(f"{out}: a folder that is not an index; give an empty or new folder")
+    if out.is_dir() and any(out.iterdir()) and (what := _unlisted(out)):
+        raise FileExistsError(f"{out}: a folder that is not an index (it holds {what}); give an empty or new folder")
 
 # %% ../nbs/api/31_index.ipynb #c288a32a
 def _count_lines(path:str|Path # a text file, gzipped when its name ends in .gz
@@ -185,7 +197,7 @@ def _kind_engine(kind:IndexKind, # the index kind asked for
 
 # %% ../nbs/api/31_index.ipynb #5661ff77
 def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL) or a dataset folder
-                out:str|Path,    # the index folder to write (replaced if it holds an index)
+                out:str|Path,    # the index folder to write (replaced if it is an index this package wrote)
                 *,
                 method:str='bm25',              # a name in `INDEX_KINDS`
                 options:BuildOptions|None=None, # models and settings the kind uses
@@ -196,7 +208,7 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
     kind, src, out, o = _kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
-    _check_options(kind, kind_options); _check_out(out); check_not_input(out, [src])
+    _check_options(kind, kind_options); check_not_input(out, [src]); _check_out(out)
     check_writable(out.resolve().parent, 'out', folder=True)  # where the staging folder goes
     if not sum(1 for _ in iter_corpus(src)): raise ValueError(f"{src}: no documents")  # every record checked first
     eng = _kind_engine(kind, engine, ray_address)
@@ -213,20 +225,39 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
 # %% ../nbs/api/31_index.ipynb #dd811a62
 class Index:
     "An opened index folder: `.manifest`, `.doc_ids`, `.search(queries, k)` and `.run(query_ids, queries, k)`."
-    def __init__(self, folder:Path, manifest:dict, searcher):
-        self.folder, self.manifest, self.searcher, self.doc_ids = folder, manifest, searcher, DocIds(folder)
+    def __init__(self, folder:Path, manifest:dict, searcher, held:HeldDir|None=None):
+        self.folder, self.manifest, self.searcher, self.held = folder, manifest, searcher, held
+        self.doc_ids = DocIds(held.path if held else folder)
+        try: searcher._held = held  # the folder stays held while the searcher alone is kept
+        except AttributeError: pass
     def __len__(self): return len(self.doc_ids)
     def __repr__(self): return f"Index({self.manifest['method']}, {len(self)} documents, {self.folder.name})"
     def search(self, queries:Sequence[str], k:int=10) -> list[list[tuple[int, float]]]:
-        "The best `k` `(row, score)` pairs for each query, best first."
+        "The best `k` `(row, score)` pairs for each query, best first (all rows, ranked, for a `k` beyond them)."
         queries, _ = check_search(self, queries, k, None)
-        try: return self.searcher.search(queries, k)
+        try: return self.searcher.search(queries, min(k, len(self)))  # nothing sized by a k beyond the corpus
         except (DamagedScores, sqlite3.DatabaseError) as e:  # bytes edited past the first block: NaN, or SQL errors
             raise ValueError(f"{self.folder}: damaged ({e}); `fastbook-bench verify` finds the file") from None
     def query_note(self, text:str) -> str|None: return getattr(self.searcher, 'query_note', lambda t: None)(text)
     def run(self, query_ids:Sequence[str], queries:Sequence[str], k:int=10) -> dict[str, dict[str, float]]:
         "`{query id: {doc id: score}}` for `queries`."
         return to_run(list(query_ids), self.doc_ids, self.search(queries, k))
+
+# %% ../nbs/api/31_index.ipynb #d850a5cb
+def _hold(folder:Path) -> HeldDir:
+    "Index `folder`, held (`core.HeldDir`); `read_manifest`'s error if it is no folder."
+    if not folder.is_dir(): read_manifest(folder)
+    return HeldDir(folder)
+
+@contextmanager
+def _naming(held:HeldDir):
+    "Errors raised inside name the index folder where they would name the path through its handle."
+    try: yield
+    except (OSError, ValueError) as e:
+        if str(held.path) == str(held.folder) or str(held.path) not in str(e): raise
+        try: named = type(e)(str(e).replace(str(held.path), str(held.folder)))
+        except TypeError: raise e from None  # an error that takes more than a message: as it was
+        raise named from None
 
 # %% ../nbs/api/31_index.ipynb #12e258e6
 def open_index(path:str|Path, # an index folder
@@ -239,14 +270,16 @@ def open_index(path:str|Path, # an index folder
                **search_options      # options of the kind (`IndexKind.search_options`)
               ) -> Index:
     "Open the index folder `path` for search, checking that it matches what the caller asks for."
-    path = Path(path); m = read_manifest(path)
-    if method is not None and method != m['method']:
-        raise ValueError(f"{path} is a {m['method']!r} index, not {method!r}")
-    if model is not None and model != (built := m['settings'].get('model')):
-        raise ValueError(f"{path} was built with model {built!r}, not {model!r}")
-    kind = _kind(m['method']); _check_options(kind, search_options, 'search')
-    eng = _kind_engine(kind, engine, ray_address)
-    return Index(path, m, kind.open(path, m, options or BuildOptions(), **eng, **search_options))
+    path = Path(path); held = _hold(path)
+    with _naming(held):
+        m = read_manifest(held.path)
+        if method is not None and method != m['method']:
+            raise ValueError(f"{path} is a {m['method']!r} index, not {method!r}")
+        if model is not None and model != (built := m['settings'].get('model')):
+            raise ValueError(f"{path} was built with model {built!r}, not {model!r}")
+        kind = _kind(m['method']); _check_options(kind, search_options, 'search')
+        eng = _kind_engine(kind, engine, ray_address)
+        return Index(path, m, kind.open(held.path, m, options or BuildOptions(), **eng, **search_options), held)
 
 # %% ../nbs/api/31_index.ipynb #739d37e7
 def search_index(index:str|Path,       # an index folder (`build_index`)
@@ -284,13 +317,27 @@ def _fts5_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     return dict(tokenizer='unicode61', query='terms OR-ed', sqlite=sqlite3.sqlite_version)
 
 # %% ../nbs/api/31_index.ipynb #f1226e2b
+def _read_only(uri:str, file:os.stat_result, tries:int=100) -> sqlite3.Connection:
+    "A read-only connection to `uri`, checked to be the very file `file` (SQLite opens it again by its name)."
+    for i in range(tries):  # a rebuild may rename the folder between SQLite's look at the name and its open
+        try: con = sqlite3.connect(uri, uri=True)
+        except sqlite3.OperationalError:
+            if i + 1 < tries: continue
+            raise
+        try: same = os.path.samestat(os.stat(con.execute('PRAGMA database_list').fetchone()[2]), file)
+        except OSError: same = False
+        if same: return con
+        con.close()
+    raise OSError(errno.EBUSY, f"{uri}: replaced while being opened; try again")
+
 class FTS5Searcher:
     "Searches the `fts5.sqlite` of an index folder, read-only: many queries on every core, a connection a thread."
     def __init__(self, folder:Path, manifest:dict, options:BuildOptions):
-        self.uri, self.local = f"file:{Path(folder).resolve()/'fts5.sqlite'}?mode=ro", threading.local()
+        fn = Path(folder).absolute()/'fts5.sqlite'  # as a URI: `#`, `?` and `%` in the path escaped
+        self.uri, self.file, self.local = fn.as_uri() + '?mode=ro', os.stat(fn), threading.local()
         self.con = self._con()
     def _con(self) -> sqlite3.Connection:
-        if (c := getattr(self.local, 'con', None)) is None: c = self.local.con = sqlite3.connect(self.uri, uri=True)
+        if (c := getattr(self.local, 'con', None)) is None: c = self.local.con = _read_only(self.uri, self.file)
         return c
     def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
         cores = available_cores()
@@ -305,5 +352,6 @@ INDEX_KINDS['fts5'] = IndexKind('fts5', _fts5_build, FTS5Searcher, files=('fts5.
 def verify_index(folder:str|Path # an index folder
                 ) -> dict:
     "Every byte of index `folder` compared with its manifest's checksums: what was checked, or an error naming a file."
-    m = read_manifest(folder)
-    return dict(method=m['method'], files=len(m['files']), bytes=check_files(folder, m['files'], full=True))
+    with (held := _hold(Path(folder))), _naming(held):
+        m = read_manifest(held.path)
+        return dict(method=m['method'], files=len(m['files']), bytes=check_files(held.path, m['files'], full=True))
