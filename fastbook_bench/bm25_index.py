@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import numba as nb, numpy as np
 from fastcore.basics import patch_to
-from .core import available_cores, positive_int
+from .core import available_cores, load_array, positive_int
 from .fts import okapi_idf_df, okapi_scale, tokenize
 from .index import INDEX_KINDS, IndexKind
 from .methods import BuildOptions
@@ -115,7 +115,7 @@ def _scatter(cols:tuple, rows:np.ndarray, terms:np.ndarray, free:np.ndarray, *va
 # %% ../nbs/api/32_bm25_index.ipynb #1228742c
 def _write_at(fn:Path, start:int, values:np.ndarray):
     "Write `values` into the `.npy` file `fn` from its item `start` on."
-    off = np.load(fn, mmap_mode='r').offset  # the header's length; mapping without touching reads nothing
+    off = load_array(fn, 'r').offset  # the header's length; mapping without touching reads nothing
     with open(fn, 'r+b') as f: f.seek(off + start * values.itemsize); f.write(values.tobytes())
 
 # %% ../nbs/api/32_bm25_index.ipynb #938f9727
@@ -206,7 +206,7 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
 # %% ../nbs/api/32_bm25_index.ipynb #77517f7a
 def _mapped(fn:Path) -> tuple[np.ndarray, mmap.mmap]:
     "The array of the `.npy` file `fn`, memory-mapped read-only, and its mapping."
-    m = np.load(fn, mmap_mode='r')
+    m = load_array(fn, 'r')
     with open(fn, 'rb') as f: mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     return np.frombuffer(mm, m.dtype, m.size, m.offset), mm
 

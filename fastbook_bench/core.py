@@ -13,7 +13,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'HeldDir', 'fingerprint', 'cached_arrays',
            'return_freed_memory', 'say_once', 'positive_int', 'split_list', 'positive_ints', 'available_cores',
-           'check_writable', 'file_sha256', 'file_records', 'inside', 'check_files', 'check_not_input', 'renamed']
+           'check_writable', 'file_sha256', 'file_records', 'inside', 'check_files', 'load_array', 'check_not_input',
+           'renamed']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -371,6 +372,14 @@ def check_files(folder:str|Path, # a folder
             raise ValueError(f"{p}: its bytes differ from those written (damaged or replaced)")
         n += size
     return n
+
+# %% ../nbs/api/00_core.ipynb #4ad977ab
+def load_array(path:str|Path,          # a .npy file
+               mmap_mode:str|None=None # 'r': map it rather than read it
+              ) -> np.ndarray:
+    "The array of numbers in `path`; a ValueError naming it if it holds Python objects or is no array."
+    try: return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
+    except (ValueError, EOFError) as e: raise ValueError(f"{path}: not an array of numbers ({e})") from None
 
 # %% ../nbs/api/00_core.ipynb #fec9985d
 def check_not_input(out:str|Path|Sequence[str|Path], # a file or folder written (or several)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from .core import (HeldDir, atomic_write, available_cores, check_files, check_not_input, check_writable,
-                                 file_records, file_sha256, renamed, staged_dir)
+                                 file_records, file_sha256, load_array, renamed, staged_dir)
 from .bench import score_run
 from .datasets import corpus_file, iter_corpus, read_qrels, read_queries
 from .metrics import STANDARD_METRICS
@@ -68,7 +68,7 @@ def _check_options(kind:IndexKind,  # the kind asked for
 class DocIds:
     "The document ids of an index folder, memory-mapped: `ids[row]`, `len(ids)`."
     def __init__(self, folder:str|Path): # an index folder
-        self.starts = np.load(Path(folder)/'doc_ids.offsets.npy', mmap_mode='r')
+        self.starts = load_array(Path(folder)/'doc_ids.offsets.npy', 'r')
         self.text = np.memmap(Path(folder)/'doc_ids.txt', mode='r') if self.starts[-1] else np.zeros(0, np.uint8)
     def __len__(self): return len(self.starts) - 1
     def __getitem__(self, i:int) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 import numpy as np
 from fastcore.basics import chunked, patch_to
+from .core import inside, load_array
 from .index import INDEX_KINDS, IndexKind
 from .maxsim import MaxSimEncoder, count_pieces, maxsim_scores
 from .methods import BuildOptions
@@ -53,7 +54,7 @@ def token_shards(folder:str|Path # a finished folder of ragged shards
                 ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     "(first row, memory-mapped token vectors, vectors per passage) of each shard of `folder`, in row order."
     for (start, vecs), s in zip(iter_shards(folder), read_listing(folder)['shards']):
-        yield start, vecs, np.load(Path(folder)/s['lengths'])
+        yield start, vecs, load_array(inside(folder, s['lengths']))
 
 # %% ../nbs/api/34_maxsim_index.ipynb #687b38c6
 class MaxSimSearcher:
@@ -70,7 +71,7 @@ class MaxSimSearcher:
         if (now := module_fingerprint(self.enc.bert)) != built['model_fingerprint']:
             raise ValueError(f"{folder} was encoded by {built['model']!r} with weights "
                              f"{built['model_fingerprint'][:12]}; the model loaded now has weights {now[:12]}")
-        df = np.load(Path(folder)/'document_frequencies.npy')
+        df = load_array(Path(folder)/'document_frequencies.npy')
         self.enc.set_idf(dict(zip(df[:, 0].tolist(), df[:, 1].tolist())), manifest['corpus']['documents'])
 
 # %% ../nbs/api/34_maxsim_index.ipynb #0cfb3f0e

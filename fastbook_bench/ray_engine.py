@@ -12,10 +12,10 @@ from typing import Iterable, Iterator
 import numpy as np
 from fastcore.basics import patch
 from .engines import EncoderSpec, require_ray
-from .shards import iter_shards, merge_top_k, search_shards
+from .shards import iter_shards, merge_top_k, read_listing, search_shards
 try: import ray  # the scale extra: without it this module still imports, and `_start_ray` says what to install
 except ImportError: ray = None
-from .core import _SAID, renamed, say_once
+from .core import _SAID, HeldDir, renamed, say_once
 __getattr__ = renamed(__name__, ['start_ray'])
 
 # %% auto #0
@@ -141,11 +141,18 @@ def encoder(self:RayEngine, spec:EncoderSpec) -> tuple[RayEncoder, dict]:
     return RayEncoder(actors), settings[0]
 
 # %% ../nbs/api/37_ray.ipynb #4f989457
+def _search_held(folder:str, listing:dict, queries:np.ndarray, k:int, shards:list[int]):
+    "`search_shards` over `shards` of `folder`, held, if it is still the build that `listing` describes."
+    with HeldDir(folder) as held:
+        if read_listing(held.path) != listing: raise ValueError(f"{folder}: rebuilt while being searched; search again")
+        return search_shards(held.path, queries, k, shards=shards, threads=1)
+
 @patch
 def search(self:RayEngine, folder:str|Path, queries:np.ndarray, k:int) -> list[list[tuple[int, float]]]:
     "The best `k` (row, score) pairs of each query: groups of shards searched by Ray tasks, merged here."
-    n, folder = sum(1 for _ in iter_shards(folder)), str(Path(folder).resolve())  # workers may run elsewhere
+    n, listing = sum(1 for _ in iter_shards(folder)), read_listing(folder)  # a finished folder, or iter_shards says
+    where = str(Path(folder).resolve())  # workers may run elsewhere: a real path
     groups = [g.tolist() for g in np.array_split(np.arange(n), max(min(n, self.cpus), 1))]
-    task, q = ray.remote(num_cpus=1)(search_shards), ray.put(np.asarray(queries))
-    parts = ray.get([task.remote(folder, q, k, shards=g, threads=1) for g in groups])  # a task a CPU, one thread each
+    task, q = ray.remote(num_cpus=1)(_search_held), ray.put(np.asarray(queries))
+    parts = ray.get([task.remote(where, listing, q, k, g) for g in groups])  # a task a CPU, one thread each
     return reduce(lambda a, b: merge_top_k(a, b, k), parts)

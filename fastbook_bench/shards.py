@@ -13,7 +13,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from tqdm import tqdm
-from .core import atomic_file, atomic_write, available_cores, fingerprint, positive_int, renamed
+from .core import (atomic_file, atomic_write, available_cores, fingerprint, inside, load_array, positive_int,
+                                 renamed)
 from .models import (encoding_key, load_sentence_model, module_fingerprint, require_neural, sentence_vectors,
                                    vector_scores)
 from .retriever import DamagedScores, top_k
@@ -145,7 +146,7 @@ def iter_shards(folder:str|Path # a finished shard folder
     listing = read_listing(folder)
     if not listing: raise FileNotFoundError(f"{folder}: no shard folder: encode_shards has not written one")
     if not listing['complete']: raise ValueError(f"{folder}: encoding has not finished; run it again to resume")
-    for s in listing['shards']: yield s['start'], np.load(Path(folder)/s['file'], mmap_mode='r')
+    for s in listing['shards']: yield s['start'], load_array(inside(folder, s['file']), 'r')  # never outside the folder
 
 # %% ../nbs/api/17_shards.ipynb #f8e58a71
 _NONE = np.iinfo(np.int64).max  # the row of an empty place: after every row, even at a score of -inf
