@@ -207,7 +207,7 @@ def _count(self, outcome:str):
     with self._lock: self.requests[outcome] += 1
 
 # %% ../nbs/api/23_judge.ipynb #d6930ca1
-MAX_RETRY_AFTER = 3600 # the longest Retry-After a judge waits for; a server asking more is given up on
+MAX_RETRY_AFTER = 3600 # seconds: the longest Retry-After a judge waits for
 
 # %% ../nbs/api/23_judge.ipynb #bc65ccdc
 @patch_to(LLMJudge)
@@ -237,8 +237,8 @@ def judge(self, query:str, document:str) -> tuple[int|None, str]:
             if attempt == self.max_retries:
                 raise LLMError(f"{self.url}: no answer after {attempt + 1} attempts; the last: {e}") from None
             if (e.retry_after or 0) > MAX_RETRY_AFTER:
-                raise LLMError(f"{self.url}: asks to wait {e.retry_after:.0f} s before trying again (Retry-After), "
-                               f"more than the {MAX_RETRY_AFTER} s a judge waits; try again later") from None
+                raise LLMError(f"{self.url}: asks to retry after {e.retry_after:.0f} s, over the {MAX_RETRY_AFTER} s "
+                               "a judge waits") from None
             time.sleep(self.delay(attempt, e.retry_after)); continue
         self._count('answered')
         return _parse_label(reply), reply
