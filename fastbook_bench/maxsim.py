@@ -15,7 +15,7 @@ from .models import encode_each, encoding_key, load_sentence_model, module_finge
 from .retriever import Retriever, check_search, top_k
 
 # %% auto #0
-__all__ = ['windows', 'MaxSimEncoder', 'count_pieces', 'MaxSimRetriever', 'maxsim_scores']
+__all__ = ['WINDOWS_A_PASS', 'windows', 'MaxSimEncoder', 'count_pieces', 'MaxSimRetriever', 'maxsim_scores']
 
 # %% ../nbs/api/18_maxsim.ipynb #4f6f03cd
 def windows(ids:list[int], # a passage's word-piece ids
@@ -31,7 +31,7 @@ class MaxSimEncoder:
     def __init__(self, model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
                  window:int=32,             # word pieces per window, [CLS] and [SEP] included
                  weights:str='all',         # query piece weights: 'all' (1, punctuation 0) or 'idf'
-                 batch_size:int=64,         # windows a forward pass on an accelerator
+                 batch_size:int=64,         # groups of windows a call on an accelerator
                  encoder=None,              # a SentenceTransformer already loaded (`model` names it)
                  progress:bool=False):      # show a progress bar while encoding
         if weights not in ('all', 'idf'): raise ValueError(f"Unknown weights {weights!r}; choose from all, idf")
@@ -70,13 +70,21 @@ def _vectors(self, batch:list[list[int]]) -> list[np.ndarray]:
     return [h[i, 1:len(w) + 1].numpy() for i, w in enumerate(batch)]
 
 # %% ../nbs/api/18_maxsim.ipynb #7bcd4fc5
+WINDOWS_A_PASS = 8 # a passage's windows go through the model in groups of this many, in order
+
+@patch_to(MaxSimEncoder)
+def _group_vectors(self, batch:list[list[list[int]]]) -> list[np.ndarray]:
+    "The float16 vectors of each group of windows in `batch`, a group in one forward pass."
+    return [np.concatenate([v.astype(np.float16) for v in self._vectors(g)]) for g in batch]
+
 @patch_to(MaxSimEncoder)
 def encode_passages(self, ids:list[list[int]]) -> dict[str, np.ndarray]:
-    "Token vectors of every passage, window by window (`encode_each`), and how many belong to each passage."
-    wins = [w for x in ids for w in windows(x, self.window)]
+    "Token vectors of every passage, window group by group, each group alone (`encode_each`); vectors a passage."
+    n, cpu = WINDOWS_A_PASS, self.bert.device.type == 'cpu'
+    groups = [w[a:a + n] for x in ids for w in [windows(x, self.window)] for a in range(0, len(w), n)]
     vecs, at = np.empty((sum(map(len, ids)), self.bert.config.hidden_size), np.float16), 0  # filled as they come
-    for v in encode_each(self._vectors, wins, cpu=self.bert.device.type == 'cpu', batch_size=self.batch_size,
-                         progress=self.progress, desc='maxsim: encoding windows'):
+    for v in encode_each(self._group_vectors, groups, cpu=cpu, batch_size=self.batch_size, progress=self.progress,
+                         desc='maxsim: encoding windows'):
         vecs[at:at + len(v)], at = v, at + len(v)
     return {'vectors': vecs, 'lengths': np.array([len(x) for x in ids], dtype=np.int64)}
 
@@ -101,7 +109,7 @@ class MaxSimRetriever(MaxSimEncoder, Retriever):
                  model:str|None=None,          # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`)
                  window:int=32,                # word pieces per window, [CLS] and [SEP] included
                  weights:str='all',            # query piece weights: 'all' (1, punctuation 0) or 'idf'
-                 batch_size:int=64,            # windows a forward pass on an accelerator
+                 batch_size:int=64,            # groups of windows a call on an accelerator
                  cache:bool=True,              # keep the token vectors in the user cache
                  encoder=None,                 # a SentenceTransformer already loaded (`model` names it)
                  progress:bool=False):         # show a progress bar while encoding
@@ -115,7 +123,7 @@ class MaxSimRetriever(MaxSimEncoder, Retriever):
 @patch_to(MaxSimRetriever)
 def _index(self, ids:list[list[int]], cache:bool):
     "Set `vectors` and `bounds` from the cache, or encode the passages."
-    how = encoding_key(self.bert, self.batch_size)
+    how = encoding_key(self.bert, self.batch_size) + f', windows in groups of {WINDOWS_A_PASS}'
     key = fingerprint('maxsim', module_fingerprint(self.bert), str(self.window), how, self.passages)
     a = cached_arrays(key, lambda: self.encode_passages(ids), cache)
     self.vectors, self.bounds = a['vectors'], np.concatenate([[0], np.cumsum(a['lengths'])])
