@@ -24,7 +24,8 @@ requirements = shlex.split(cfg.get('requirements', ''))
 neural_requirements = shlex.split(cfg.get('neural_requirements', ''))  # the extra `fastbook_bench[neural]`
 scale_requirements = shlex.split(cfg.get('scale_requirements', ''))  # the extra `fastbook_bench[scale]`: Ray
 bench_requirements = shlex.split(cfg.get('bench_requirements', ''))  # `fastbook_bench[bench]`: benchmarks/, experiments/
-dev_requirements = neural_requirements + scale_requirements + bench_requirements + shlex.split(cfg.get('dev_requirements', ''))  # dev: all
+interop_requirements = shlex.split(cfg.get('interop_requirements', ''))  # `fastbook_bench[interop]`: ranx, ir_measures, ir_datasets
+dev_requirements = neural_requirements + scale_requirements + bench_requirements + interop_requirements + shlex.split(cfg.get('dev_requirements', ''))  # dev: all
 supported = [v for v in py_versions if tuple(int(o) for o in v.split('.')) >= min_python]
 
 setuptools.setup(
@@ -44,7 +45,7 @@ setuptools.setup(
     packages=setuptools.find_packages(include=[cfg['lib_path'], cfg['lib_path'] + '.*']),
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'neural': neural_requirements, 'scale': scale_requirements, 'bench': bench_requirements, 'dev': dev_requirements},
+    extras_require={'neural': neural_requirements, 'scale': scale_requirements, 'bench': bench_requirements, 'interop': interop_requirements, 'dev': dev_requirements},
     python_requires='>=' + cfg['min_python'],
     long_description=open('README.md', encoding='utf-8').read(),
     long_description_content_type='text/markdown',
