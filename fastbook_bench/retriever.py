@@ -4,15 +4,16 @@
 
 # %% ../nbs/api/06_retriever.ipynb #94ee135d
 from __future__ import annotations
-import sys
-from typing import Iterable, Sequence
+import math, sys
+from typing import Callable, Iterable, Sequence
 import numpy as np
 from fastcore.basics import patch_to
 from .core import positive_int
 from .table import Table
 
 # %% auto #0
-__all__ = ['DamagedScores', 'top_k', 'Retriever', 'check_search', 'FixedRetriever', 'search_batched', 'show_ranking']
+__all__ = ['DamagedScores', 'top_k', 'Retriever', 'check_search', 'FixedRetriever', 'as_retriever', 'search_batched',
+           'show_ranking']
 
 # %% ../nbs/api/06_retriever.ipynb #01b46b43
 def _kth_largest(s:np.ndarray, # scores
@@ -123,6 +124,70 @@ def search(self, queries, k=10, subsets=None):
         allowed = None if sub is None else set(sub)
         out.append([(i, s) for i, s in self.rankings.get(q, []) if allowed is None or i in allowed][:k])
     return out
+
+# %% ../nbs/api/06_retriever.ipynb #edaceca8
+class _SearchFunction(Retriever):
+    "A function `search(queries, k) -> [[(doc id, score), ...], ...]` in the shape of a `Retriever`."
+    def __init__(self, search, doc_ids:Sequence, name:str=''):
+        super().__init__([str(d) for d in doc_ids])  # its `passages` are the doc ids: the function holds the texts
+        if not self.passages: raise ValueError("`doc_ids` is empty")
+        self.index = {d: i for i, d in enumerate(self.passages)}
+        if len(self.index) < len(self): raise ValueError(f"`doc_ids` holds {_twice(self.passages)!r} twice")
+        self.fn, self.name = search, name or getattr(search, '__name__', 'search')
+    def __repr__(self): return f"as_retriever({self.name}, {len(self)} doc ids)"
+
+# %% ../nbs/api/06_retriever.ipynb #e19dd5ee
+def _twice(xs:Sequence):
+    "The first item of `xs` seen before."
+    seen = set()
+    return next(x for x in xs if x in seen or seen.add(x))
+
+def _listed(x, error:str) -> list:
+    "`x` as a list, or a TypeError saying `error` (a string is no list of results)."
+    if isinstance(x, (str, bytes)) or not isinstance(x, Iterable): raise TypeError(error)
+    return list(x)
+
+# %% ../nbs/api/06_retriever.ipynb #a67d4283
+@patch_to(_SearchFunction)
+def _ranked(self, q:str, hits, k:int, allowed:set|None) -> list[tuple[int, float]]:
+    "The function's `hits` for query `q`, checked, within `allowed`, best first (ties: lower index), cut to `k`."
+    at, seen, pair = f"for query {q[:60]!r}", {}, "(doc id, score) pair"
+    for h in _listed(hits, f"{self.name} returned {hits!r} {at}, not a list of {pair}s"):
+        try: d, s = h; s = float(s)
+        except (TypeError, ValueError): raise TypeError(f"{self.name} returned {h!r} {at}, not a {pair}") from None
+        if (i := self.index.get(str(d))) is None: raise ValueError(f"{self.name} returned unknown doc id {d!r} {at}")
+        if i in seen: raise ValueError(f"{self.name} returned doc id {d!r} twice {at}")
+        if not math.isfinite(s): raise DamagedScores(f"{self.name} returned score {s} for doc id {d!r} {at}")
+        seen[i] = s
+    ranked = sorted((-s, i) for i, s in seen.items() if allowed is None or i in allowed)[:k]
+    return [(i, -s) for s, i in ranked]
+
+# %% ../nbs/api/06_retriever.ipynb #baad61bb
+@patch_to(_SearchFunction)
+def search(self, queries, k=10, subsets=None):
+    "Ask the function for `k` documents per query, or for all of them where a query has a subset."
+    queries, subsets = check_search(self, queries, k, subsets)
+    out = [None] * len(queries)
+    for ask, js in ((min(k, len(self)), [j for j, s in enumerate(subsets) if s is None]),
+                    (len(self), [j for j, s in enumerate(subsets) if s is not None])):
+        if not js: continue
+        res = self.fn([queries[j] for j in js], ask)
+        res = _listed(res, f"{self.name} returned a {type(res).__name__}, not one list of results per query")
+        if len(res) != len(js): raise ValueError(f"{self.name} returned {len(res)} result lists for {len(js)} queries")
+        for j, hits in zip(js, res):
+            out[j] = self._ranked(queries[j], hits, k, None if subsets[j] is None else set(subsets[j]))
+    return out
+
+# %% ../nbs/api/06_retriever.ipynb #a794c44f
+def as_retriever(search:Callable,  # `search(queries, k)` -> per query, a list of (doc id, score), higher better
+                 doc_ids:Sequence, # the id of each document, in passage order
+                 name:str=''       # named in errors (default: the function's name)
+                ) -> Retriever:
+    "A `Retriever` that searches with a plain function returning doc ids; a `Retriever` is returned as it is."
+    if isinstance(search, Retriever): return search
+    if not callable(search):
+        raise TypeError(f"`search` must be a function search(queries, k), not a {type(search).__name__}")
+    return _SearchFunction(search, doc_ids, name)
 
 # %% ../nbs/api/06_retriever.ipynb #df828ea8
 def search_batched(retriever:Retriever,     # any retriever

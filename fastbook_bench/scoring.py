@@ -5,15 +5,16 @@
 # %% ../nbs/api/08_scoring.ipynb #c77b7112
 from __future__ import annotations
 import importlib.util, json, os
-from typing import Sequence
+from typing import Callable, Sequence
 from .core import atomic_write, cache_dir, fingerprint
 from .chunking import Corpus
-from .retriever import Retriever, search_batched
+from .retriever import Retriever, as_retriever, search_batched
 from .table import Table
 
 # %% auto #0
 __all__ = ['normalize', 'normalize_all', 'component_ranks', 'gold_passages', 'modified_mrr', 'modified_recall', 'score_rows',
-           'summarize', 'score_questions', 'score_run', 'question_queries', 'keyword_queries', 'score_retriever']
+           'summarize', 'score_questions', 'score_run', 'question_queries', 'keyword_queries', 'corpus_ids',
+           'score_retriever']
 
 # %% ../nbs/api/08_scoring.ipynb #7b7602c7
 _fixed: dict[str, str] = {}  # text -> fix_text(text)
@@ -155,8 +156,14 @@ def keyword_queries(questions:list[dict], # as returned by `load_benchmark`
     return {t: keywords[q['chapter'], q['question_number']]['keywords']
             for q, t in zip(questions, question_queries(questions))}
 
+# %% ../nbs/api/08_scoring.ipynb #608a1623
+def corpus_ids(corpus:Corpus # the chunks
+              ) -> list[str]:
+    "The doc id of each passage: its index as a string, as `runs.benchmark_qrels` names it."
+    return [str(i) for i in range(len(corpus))]
+
 # %% ../nbs/api/08_scoring.ipynb #b6532c3a
-def score_retriever(retriever:Retriever,        # any retriever built over `corpus.passages`
+def score_retriever(retriever:Retriever|Callable, # a retriever over `corpus.passages`, or `search(queries, k)`
                     corpus:Corpus,              # the chunks, with their chapters
                     questions:list[dict],       # as returned by `load_benchmark`
                     *,
@@ -166,6 +173,10 @@ def score_retriever(retriever:Retriever,        # any retriever built over `corp
                     progress:bool=False         # show a progress bar on stderr
                    ) -> list[dict]:
     "Search each question in its own chapter and score the top `k`: `score_rows`, plus the passage ids and scores."
+    if not (isinstance(retriever, Retriever) or callable(retriever)):
+        raise TypeError(f"`retriever` must be a Retriever or a function search(queries, k), "
+                        f"not a {type(retriever).__name__}")
+    retriever = as_retriever(retriever, corpus_ids(corpus), name)
     queries = question_queries(questions) if queries is None else list(queries)
     subsets = [corpus.chapter_indices(q['chapter']) for q in questions]
     res = search_batched(retriever, queries, k, subsets, progress=progress, desc=name)
