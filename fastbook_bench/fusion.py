@@ -4,6 +4,7 @@
 
 # %% ../nbs/api/21_fusion.ipynb #66fa775d
 from __future__ import annotations
+import os
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch_to
@@ -82,7 +83,7 @@ def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tup
     return [fuse_ranked([l[qi] for l in lists], **opts)[:k] for qi in range(len(queries))]
 
 # %% ../nbs/api/21_fusion.ipynb #651fdcff
-def fuse(runs:Sequence[dict]|dict[str, dict],      # runs {query id: {doc id: score}}, as a list or by name
+def fuse(runs:Sequence|dict,                       # runs (dicts, or what `as_run` takes), as a list or by name
          *,
          how:str='rrf',                            # 'rrf' or 'score'
          weights:Sequence[float]|None=None,        # one per run (default: equal)
@@ -91,7 +92,10 @@ def fuse(runs:Sequence[dict]|dict[str, dict],      # runs {query id: {doc id: sc
          depth:int=100                             # documents taken from each run per query
         ) -> dict[str, dict[str, float]]:
     "One run fusing `runs`: `{query id: {doc id: fused score}}` over every query of any run."
-    runs = list(runs.values()) if isinstance(runs, dict) else list(runs)
+    if isinstance(runs, (str, os.PathLike)) or hasattr(runs, 'to_dict'):  # one run (a path, a DataFrame, ranx's Run)
+        raise TypeError(f"runs: give a list of runs or a dict of runs by name, not one {type(runs).__name__}")
+    from fastbook_bench.runs import as_run   # here, not above: runs reads datasets, which an FTS5 run need not load
+    runs = [as_run(r, f'runs[{n!r}]') for n, r in (runs.items() if isinstance(runs, dict) else enumerate(runs))]
     opts = dict(how=how, weights=_checked_weights(how, norm, weights, len(runs), 'runs'), norm=norm, k_rrf=k_rrf)
     ranked = lambda docs: [(d, docs[d]) for d in sorted(docs, key=lambda d: (docs[d], d), reverse=True)[:depth]]
     qids = dict.fromkeys(q for r in runs for q in r)
