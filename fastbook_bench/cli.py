@@ -79,7 +79,7 @@ def _given(**options) -> dict:
 
 @delegates(_run_file)
 def _search_corpus(*,
-                   corpus:str,        # a corpus file (BEIR corpus.jsonl, PolEval passages.jl) or folder
+                   corpus:str,        # a corpus file or folder (BEIR, PolEval, MS MARCO), or irds:<id> (ir_datasets)
                    method:str='bm25', # a method as in `run` or a fusion, e.g. rrf:bm25+maxsim
                    split:str='test',  # which judgements of a BEIR folder
                    **kwargs) -> dict:
@@ -129,7 +129,7 @@ search.modes = (_search_corpus, _search_index)
 
 # %% ../nbs/api/36_cli.ipynb #284403be
 def index(*,
-          corpus:str=None,   # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL {"id", "text"}) or a folder
+          corpus:str=None,   # corpus file (BEIR, PolEval, JSONL {"id", "text"}), folder (+ MS MARCO), or irds:<id>
           method:str='bm25', # bm25, fts5, single_vector or maxsim (the kinds of `fastbook_bench.index.INDEX_KINDS`)
           out:str=None,      # the index folder to write
           engine:str='local', # where single_vector encodes: 'local' or 'ray' (the scale extra)
@@ -161,23 +161,39 @@ def verify(*, index:str=None): # an index folder (`fastbook-bench index`)
     r = verify_index(index)
     print(f"{index}: a {r['method']} index of {r['files']} files, {r['bytes']} bytes, each as built")
 
+# %% ../nbs/api/36_cli.ipynb #7c1b2845
+def _tsv(s:dict, per_query:bool) -> str:
+    "`score_run`'s result as ir_measures' TSV: measure, value (per query: query, measure, value; the means as `all`)."
+    rows = [(q, m, v) for q, vs in s['per_query'].items() for m, v in vs.items()] if per_query else []
+    rows += [('all',) * per_query + (m, v) for m, v in s['means'].items()]
+    return '\n'.join('\t'.join([*r[:-1], repr(float(r[-1]))]) for r in rows)
+
+# %% ../nbs/api/36_cli.ipynb #1be847a4
+def _json(s:dict, per_query:bool) -> str:
+    "`score_run`'s result as JSON: `n_queries`, `means`, and `per_query` if asked."
+    d = dict(n_queries=len(s['per_query']), means=s['means']) | ({'per_query': s['per_query']} if per_query else {})
+    return json.dumps(d, indent=2)
+
 # %% ../nbs/api/36_cli.ipynb #965c0766
-def eval_cmd(*,
-             qrels:str=None,   # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, TREC, .json
+def eval_cmd(qrels:str=None,   # judgements: TREC, BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, .json
              run:str=None,     # a TREC run file, or a PolEval submission (then give --queries)
-             metrics:str='ndcg@10,mrr@10,recall@10,map@10,p@10,hit@10', # NAME@K: ndcg, mrr, recall, map, p, hit
+             metrics:str='ndcg@10,mrr@10,recall@10,map@10,p@10,hit@10', # measures, by commas or spaces: nDCG@10, ...
+             *,
              queries:str=None, # the questions file a PolEval submission answers, line by line (questions.jl, in.tsv)
-             complete:bool=False, # average over all judged queries, absent ones counting 0 (trec_eval -c)
+             complete:bool=True, # count judged queries missing from the run as 0 (trec_eval leaves them out without -c)
              ignore_identical_ids:bool=False, # drop a retrieved document whose id is the query id
              per_query:bool=False, # also print each query's metrics
+             output_format:str='table', # table, tsv or json
              duplicates:str='error'): # an id twice on a submission's line: error, or first (as PolEval 2022 scores)
     "Print the standard metrics of a run, as trec_eval computes them."
-    if not (qrels and run): raise ValueError("--qrels and --run are required")
+    if not (qrels and run): raise ValueError("QRELS and RUN are required (or --qrels and --run)")
+    if output_format not in ('table', 'tsv', 'json'):
+        raise ValueError(f"Unknown `output_format` {output_format!r}; choose from table, tsv, json")
     from fastbook_bench.bench import evaluate_files, metrics_tables, missing_note
-    s = evaluate_files(qrels, run, metrics=metrics, queries=queries, complete=complete,
-                       ignore_identical_ids=ignore_identical_ids, duplicates=duplicates)
+    s = evaluate_files(qrels, run, metrics=metrics.replace(',', ' ').split() or metrics, queries=queries,
+                       complete=complete, ignore_identical_ids=ignore_identical_ids, duplicates=duplicates)
     if note := missing_note(s): warnings.warn(note)
-    print(metrics_tables(s, per_query))
+    print({'tsv': _tsv, 'json': _json}.get(output_format, metrics_tables)(s, per_query))
 
 # %% ../nbs/api/36_cli.ipynb #751b86ef
 def _judge(judge:str='llm',       # llm, or overlap (word overlap, no LLM) to try the pipeline out

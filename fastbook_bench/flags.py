@@ -8,8 +8,8 @@ import argparse, functools, inspect, math, os, re, sys
 from typing import Callable, Iterable
 
 # %% auto #0
-__all__ = ['params', 'command_parts', 'command_params', 'command_flags', 'FlagParser', 'flag_parser', 'usage', 'call_with_groups',
-           'spell_flags', 'quiet_pipe']
+__all__ = ['params', 'command_parts', 'command_params', 'command_flags', 'positionals', 'FlagParser', 'flag_parser', 'usage',
+           'call_with_groups', 'spell_flags', 'quiet_pipe']
 
 # %% ../nbs/api/35_flags.ipynb #68771a7c
 def params(f:Callable) -> list[str]:
@@ -41,15 +41,30 @@ def command_flags(f:Callable, groups:dict[str, Callable]) -> dict[Callable, dict
         d = docments(g, full=True, returns=False, eval_str=True); out[g] = {n: d[n] for n in ps}
     return out
 
+# %% ../nbs/api/35_flags.ipynb #194c95e1
+def positionals(f:Callable, groups:dict[str, Callable]={}) -> list[str]:
+    "The parameters of command `f` before its `*`, in order: positional arguments too."
+    ps = {n: p for n, p in command_params(f, groups)[f].items() if p.kind is p.POSITIONAL_OR_KEYWORD}
+    if bad := [n for n, p in ps.items() if p.annotation is not str]:
+        raise TypeError(f"{f.__name__}: positional parameter `{bad[0]}` must be a str (a number or a switch is a flag)")
+    return list(ps)
+
 # %% ../nbs/api/35_flags.ipynb #4f73aa77
+def _spellings(flag:str) -> list[str]:
+    "`--flag`, and `--flag_with_underscores` too where it has dashes."
+    return [f'--{flag}', *[f'--{flag.replace("-", "_")}'] * ('-' in flag)]
+
+# %% ../nbs/api/35_flags.ipynb #32f1b9db
 def _add_flag(p, name:str, prm:inspect.Parameter, const:dict):
     "Add parameter `name` to parser or group `p`: --name, or --no-name for a True default; its help comes later."
     flag, kw, anno = name.replace('_', '-'), dict(dest=name), prm.annotation
-    if anno is bool and prm.default: flag, kw = f'no-{flag}', dict(kw, action='store_false')
+    if anno is bool and prm.default:  # --name too, unlisted: it says the default
+        p.add_argument(*_spellings(flag), dest=name, action='store_true', help=argparse.SUPPRESS)
+        flag, kw = f'no-{flag}', dict(kw, action='store_false')
     elif anno is bool: kw['action'] = 'store_true'
     else: kw['type'] = _TYPES.get(anno, anno)
     if name in const: kw.update(nargs='?', const=const[name])
-    p.add_argument(f'--{flag}', *[f'--{flag.replace("-", "_")}'] * ('-' in flag), **kw)
+    p.add_argument(*_spellings(flag), **kw)
 
 def _help(d, negated:bool) -> str:
     "The help of a flag of docments `d`: its comment (`don't ...` for a --no- flag), then its default unless None."
@@ -84,8 +99,21 @@ class FlagParser(argparse.ArgumentParser):
         if self._flags is not None:
             docs = {n: d for part in self._flags().values() for n, d in part.items()}; self._flags = None
             for a in self._actions:
-                if a.dest in docs: a.help = _help(docs[a.dest], isinstance(a, argparse._StoreFalseAction))
+                n = a.dest if a.option_strings else a.dest.lower()  # a positional argument's is NAME
+                if n in docs and a.help != argparse.SUPPRESS:
+                    a.help = _help(docs[n], isinstance(a, argparse._StoreFalseAction))
         return super().format_help()
+    def parse_args(self, args=None, namespace=None) -> argparse.Namespace:
+        "The flags given; a positional argument (anywhere among them) as its flag, given once."
+        args = sys.argv[1:] if args is None else list(args)
+        parse = super().parse_args if '--' in args else self.parse_intermixed_args  # intermixed, 3.11 loses '--' words
+        ns = vars(parse(args, namespace))
+        for a in self._actions:
+            if a.option_strings or a.dest not in ns: continue
+            v, n = ns.pop(a.dest), a.dest.lower()
+            if n in ns: self.error(f"give {a.dest} or --{n.replace('_', '-')}, not both")
+            ns[n] = ' '.join(v) if isinstance(v, list) else v  # the last takes the words left over
+        return argparse.Namespace(**ns)
 
 # %% ../nbs/api/35_flags.ipynb #177a2bdf
 def flag_parser(prog:str,             # the program name in usage lines
@@ -94,12 +122,14 @@ def flag_parser(prog:str,             # the program name in usage lines
                 titles:dict[Callable, str]={}, # a heading in --help for each mode or group
                 const:dict[str, str]={} # flags that may also be given bare: name -> the value they then take
                ) -> argparse.ArgumentParser:
-    "The parser of command `f`: its own flags, then a group of flags per mode and group."
+    "The parser of command `f`: its own flags, then a group of flags per mode and group, then its positionals."
     p = FlagParser(prog=prog, description=f.__doc__, argument_default=argparse.SUPPRESS,
                    flags=lambda: command_flags(f, groups))
     for part, flags in command_params(f, groups).items():
         g = p if part is f else p.add_argument_group(titles.get(part, part.__doc__.splitlines()[0]))
         for name, prm in flags.items(): _add_flag(g, name, prm, const)
+    pos = positionals(f, groups)
+    for n in pos: p.add_argument(n.upper(), nargs='*' if n == pos[-1] else '?')
     return p
 
 # %% ../nbs/api/35_flags.ipynb #7cb471db
@@ -123,7 +153,11 @@ def spell_flags(message:str,         # an error or warning, parameters in backti
                ) -> str:
     "`message` with each backticked parameter of `names` or `renamed` as its flag: `chunk_size` -> --chunk-size."
     names = {**{n: n for n in names}, **renamed}
-    return re.sub(r'`(\w+)`', lambda m: '--' + names[m[1]].replace('_', '-') if m[1] in names else m[0], message)
+    def flag(m):  # `name`, or `name=value`: --no-name for False, --name for True, else --name value
+        if m[1] not in names: return m[0]
+        f = names[m[1]].replace('_', '-')
+        return f'--no-{f}' if m[2] == 'False' else f'--{f}' if m[2] in (None, 'True') else f'--{f} {m[2]}'
+    return re.sub(r'`(\w+)(?:=([^`\s]+))?`', flag, message)
 
 # %% ../nbs/api/35_flags.ipynb #36170cf8
 def quiet_pipe(f:Callable # a command's entry point
