@@ -6,8 +6,8 @@ __version__ = "0.1.0"
 # %% auto #0
 __all__ = ['load_benchmark', 'build_corpus', 'Table', 'Retriever', 'show_ranking', 'METHODS', 'BuildOptions', 'get_retriever',
            'score_retriever', 'gold_passages', 'summary_table', 'run_benchmark', 'load_dataset', 'to_run', 'evaluate',
-           'compare', 'fuse', 'holm', 'build_index', 'open_index', 'search_index', 'read_collection',
-           'evaluate_chunkers']
+           'compare', 'fuse', 'pairwise_tests', 'holm', 'bonferroni', 'build_index', 'open_index', 'search_index',
+           'read_collection', 'evaluate_chunkers']
 
 # %% ../nbs/api/38_api.ipynb #5df715f0
 import importlib
@@ -17,7 +17,8 @@ _FROM = {'fastbook_bench.data': ('load_benchmark',), 'fastbook_bench.chunking': 
          'fastbook_bench.table': ('Table',), 'fastbook_bench.retriever': ('Retriever', 'show_ranking'),
          'fastbook_bench.methods': ('METHODS', 'BuildOptions', 'get_retriever'),
          'fastbook_bench.scoring': ('gold_passages', 'score_retriever'),
-         'fastbook_bench.stats': ('compare', 'summary_table', 'holm'), 'fastbook_bench.bench': ('run_benchmark',),
+         'fastbook_bench.stats': ('compare', 'summary_table', 'pairwise_tests', 'holm', 'bonferroni'),
+         'fastbook_bench.bench': ('run_benchmark',),
          'fastbook_bench.datasets': ('load_dataset',), 'fastbook_bench.runs': ('to_run',),
          'fastbook_bench.metrics': ('evaluate',), 'fastbook_bench.fusion': ('fuse',),
          'fastbook_bench.index': ('build_index', 'open_index', 'search_index'),
@@ -36,5 +37,5 @@ def __dir__(): return sorted({*globals(), *_MODULE})
 # %% ../nbs/api/38_api.ipynb #53b74fc5
 _all_ = ['load_benchmark', 'build_corpus', 'Table', 'Retriever', 'show_ranking', 'METHODS', 'BuildOptions',
          'get_retriever', 'score_retriever', 'gold_passages', 'summary_table', 'run_benchmark', 'load_dataset',
-         'to_run', 'evaluate', 'compare', 'fuse', 'holm',
+         'to_run', 'evaluate', 'compare', 'fuse', 'pairwise_tests', 'holm', 'bonferroni',
          'build_index', 'open_index', 'search_index', 'read_collection', 'evaluate_chunkers']

@@ -21,22 +21,37 @@ def _figure(width:float, # inches
     from matplotlib.figure import Figure
     return Figure(figsize=(width, height), layout='tight')
 
-# %% ../nbs/api/11_plots.ipynb #eca95581
-def plot_metric(summary:list[dict],     # rows with method, chunk_size, the metric and its _lo/_hi interval
-                metric:str='mrr_at_10'  # the column to plot
+# %% ../nbs/api/11_plots.ipynb #7bdf229c
+def _plotted(summary:list[dict], metric:str|None, by:str) -> str:
+    "`metric` (default: the first column with an interval), checked to have its `_lo`/`_hi` columns, as `by` is."
+    cols = list(dict.fromkeys(c for r in summary for c in r))
+    ok = [c for c in cols if c + '_lo' in cols and c + '_hi' in cols]
+    if by not in cols: raise ValueError(f"by={by!r} is not a column of the summary; columns: {', '.join(cols)}")
+    if metric is None and ok: return ok[0]
+    if metric not in ok: raise ValueError(f"metric={metric!r} is not a column with _lo and _hi ones; "
+                                          f"plottable: {', '.join(map(repr, ok)) or 'none'}")
+    return metric
+
+# %% ../nbs/api/11_plots.ipynb #e04c4c22
+def plot_metric(summary:list[dict],   # `summary_table` or `compare` rows: `by`, the metric and its _lo/_hi interval
+                metric:str|None=None, # the column as the table names it ('nDCG@10'); default: the first with _lo/_hi
+                by:str='method'       # the column whose values name the bars
                ):
-    "Bar chart of `metric` per method (grouped by chunk size) with 95 % interval bars."
-    sizes = sorted({r['chunk_size'] for r in summary}); methods = list(dict.fromkeys(r['method'] for r in summary))
+    "Bar chart of `metric` per method (grouped by chunk size, when the rows have one) with its interval bars."
+    metric = _plotted(summary, metric, by)
+    sizes = sorted({r.get('chunk_size') for r in summary}, key=lambda s: (s is None, s or 0))
+    methods = list(dict.fromkeys(r[by] for r in summary))
     fig = _figure(max(5, 1.2 * len(methods) * len(sizes)), 3.5); ax = fig.subplots()
     w = 0.8 / len(sizes)
     for j, cs in enumerate(sizes):
-        rs = {r['method']: r for r in summary if r['chunk_size'] == cs}
+        rs = {r[by]: r for r in summary if r.get('chunk_size') == cs}
         ms = [m for m in methods if m in rs]
         err = [[rs[m][metric] - rs[m][metric + '_lo'] for m in ms], [rs[m][metric + '_hi'] - rs[m][metric] for m in ms]]
         ax.bar([methods.index(m) + j * w for m in ms], [rs[m][metric] for m in ms], w, yerr=err, capsize=3,
-               label=f'chunk {cs}')
+               label=None if cs is None else f'chunk {cs}')
     ax.set_xticks([i + w * (len(sizes) - 1) / 2 for i in range(len(methods))], methods, rotation=20)
-    ax.set_ylabel(metric); ax.set_ylim(0, 1); ax.legend(fontsize=8)
+    ax.set_ylabel(metric); ax.set_ylim(0, max(1.0, *(r[metric + '_hi'] for r in summary)))
+    if sizes != [None]: ax.legend(fontsize=8)
     return fig
 
 # %% ../nbs/api/11_plots.ipynb #fa1e2445

@@ -6,12 +6,12 @@
 from __future__ import annotations
 from typing import Sequence
 import numpy as np
-from .metrics import DEFAULT_METRICS, evaluate, parse_metric
+from .metrics import DEFAULT_METRICS, as_nested, evaluate
 from .scoring import _metrics
 from .table import Table
 
 # %% auto #0
-__all__ = ['bootstrap_means', 'bootstrap_ci', 'permutation_test', 'paired_bootstrap_test', 'summary_table', 'holm',
+__all__ = ['bootstrap_means', 'bootstrap_ci', 'permutation_test', 'paired_bootstrap_test', 'summary_table', 'holm', 'bonferroni',
            'pairwise_tests', 'compare']
 
 # %% ../nbs/api/10_stats.ipynb #d0ec68fa
@@ -116,16 +116,42 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
     return Table(out)
 
 # %% ../nbs/api/10_stats.ipynb #4f414716
-def holm(pvalues:Sequence[float] # p-values of one family of tests, in any order
-        ) -> list[float]:
-    "Holm–Bonferroni adjusted p-values, in the order given: monotone in the raw p-values, at most 1."
+def _pvalues(pvalues:Sequence[float]) -> np.ndarray:
+    "`pvalues` as a flat float array, with a clear error unless each is a number between 0 and 1."
     p = np.asarray(pvalues, dtype=np.float64)
     if p.ndim != 1 or np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise ValueError(f"p-values must be a flat list of numbers between 0 and 1, got {pvalues!r}")
+    return p
+
+def holm(pvalues:Sequence[float] # p-values of one family of tests, in any order
+        ) -> list[float]:
+    "Holm–Bonferroni adjusted p-values, in the order given: monotone in the raw p-values, at most 1."
+    p = _pvalues(pvalues)
     order = np.argsort(p, kind='stable')
     out = np.empty_like(p)
     out[order] = np.minimum(1.0, np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order]))
     return out.tolist()
+
+# %% ../nbs/api/10_stats.ipynb #5be9289a
+def bonferroni(pvalues:Sequence[float] # p-values of one family of tests, in any order
+              ) -> list[float]:
+    "Bonferroni adjusted p-values, in the order given: each times the number of tests, at most 1."
+    p = _pvalues(pvalues)
+    return np.minimum(1.0, len(p) * p).tolist()
+
+# %% ../nbs/api/10_stats.ipynb #8c0f1878
+def _correction(name:str|None): # 'holm', 'bonferroni' or None
+    "The adjusting function called `name` (None for None), with a clear error for any other name."
+    if name not in (None, 'holm', 'bonferroni'):
+        raise ValueError(f"Unknown correction {name!r}; use None, 'holm' or 'bonferroni'")
+    return {'holm': holm, 'bonferroni': bonferroni}.get(name)
+
+# %% ../nbs/api/10_stats.ipynb #94df0b46
+def _adjust(rows:list[dict], metric:str, raw:str, fn, tested=lambda r: True):
+    "Add `{metric}_p_{fn}`: the `raw` p-values of the `tested` rows adjusted by `fn` as one family, 1.0 elsewhere."
+    if fn is None: return
+    ps = iter(fn([r[raw] for r in rows if tested(r)]))
+    for r in rows: r[f'{metric}_p_{fn.__name__}'] = next(ps) if tested(r) else 1.0
 
 # %% ../nbs/api/10_stats.ipynb #3ddb8b88
 def _pairs(group:dict[str, list[dict]], metric:str, n_resamples:int, seed:int) -> list[tuple]:
@@ -140,35 +166,53 @@ def pairwise_tests(rows:list[dict],              # per-question rows of several 
                    metrics:list[str]|None=None,  # columns to test (default: the mrr_at_k and recall_at_k ones)
                    by:Sequence[str]=('chunk_size',), # columns that split the rows into separate groups
                    compare:str='method',         # the column whose values are compared pairwise within a group
+                   correction:str|None='holm',   # adjusted p-values added: 'holm', 'bonferroni' or None
                    n_resamples:int=10_000,       # random sign flips per test
                    seed:int=0                    # random seed
                   ) -> Table:
-    "Every pair in each group: mean difference, sign-flip p-value and Holm-adjusted p-value (family: the table)."
-    metrics, out = _metrics(rows, metrics), []
+    "Every pair in each group: mean difference, sign-flip p-value and adjusted p-value (family: the table)."
+    fn, metrics, out = _correction(correction), _metrics(rows, metrics), []
     for split, group in _checked_groups(rows, by, compare):
         tests = {m: _pairs(group, m, n_resamples, seed) for m in metrics}
         for i, (a, b, *_) in enumerate(tests[metrics[0]] if metrics else []):
             row = {**split, 'a': a, 'b': b, 'n_questions': len(group[a])}
             for m in metrics: row[f'{m}_diff'], row[f'{m}_p'] = tests[m][i][2:]
             out.append(row)
-    for m in metrics:
-        for r, p in zip(out, holm([r[f'{m}_p'] for r in out])): r[f'{m}_p_holm'] = p
+    for m in metrics: _adjust(out, m, f'{m}_p', fn)
     return Table(out)
 
 # %% ../nbs/api/10_stats.ipynb #e005a6dc
-def compare(qrels:dict[str, dict[str, int]],  # {query id: {doc id: relevance}}
-            runs:dict[str, dict],             # name -> run {query id: {doc id: score}}
+def _named_runs(runs) -> dict[str, dict]:
+    "`runs` as {name: nested dict}: a dict by its keys, a list of ranx `Run`s by their `name`."
+    if isinstance(runs, (list, tuple)) and all(getattr(r, 'name', None) for r in runs):
+        runs = {r.name: r for r in runs} if len({r.name for r in runs}) == len(runs) else None
+    if not isinstance(runs, dict) or not runs:
+        raise TypeError("runs must be a non-empty dict {name: run} or a list of ranx Runs with distinct names")
+    return {n: as_nested(r, 'run') for n, r in runs.items()}
+
+# %% ../nbs/api/10_stats.ipynb #bc4b96f0
+def _query_rows(qrels:dict, runs:dict, metrics:list, complete:bool) -> list[dict]:
+    "One row per run and query (method, query, each metric as named), in the qrels' order."
+    scores = {n: evaluate(qrels, run, metrics, per_query=True, complete=complete) for n, run in runs.items()}
+    queries = [q for q in qrels if all(q in s for s in scores.values())]
+    if not queries: raise ValueError("No judged query is in every run")
+    return [dict(method=n, query=q, **{str(m): v for m, v in s[q].items()}) for n, s in scores.items() for q in queries]
+
+# %% ../nbs/api/10_stats.ipynb #2c76eb7c
+def compare(qrels,                    # {query id: {doc id: relevance}}, or any form `as_qrels` reads
+            runs:dict|list,           # name -> run (any form `as_run` reads), or a list of ranx Runs
             *,
-            metrics:Sequence[str]=DEFAULT_METRICS, # NAME@K names (see `evaluate`)
-            baseline:str|None=None,           # run the others are tested against (default: the first)
-            level:float=0.95,                 # coverage of the intervals
-            n_resamples:int=10_000,           # bootstrap and permutation resamples
-            seed:int=0                        # random seed
+            metrics:Sequence[str]=DEFAULT_METRICS, # names `evaluate` reads (nDCG@10, ndcg_cut_10, ...)
+            baseline:str|None=None,   # run the others are tested against (default: the first)
+            correction:str|None=None, # 'holm' or 'bonferroni': adds each metric's adjusted p-values
+            complete:bool=True,       # a judged query a run lacks counts 0 (False: left out of every run)
+            level:float=0.95, n_resamples:int=10_000, seed:int=0 # as in `summary_table`
            ) -> Table:
     "Per run: each metric's mean over the judged queries, its bootstrap interval, and p-values against `baseline`."
-    names = [f'{m}@{k}' for m, k in map(parse_metric, [metrics] if isinstance(metrics, str) else metrics)]
-    rows = [dict(method=n, query=q, **v) for n, run in runs.items()
-            for q, v in evaluate(qrels, run, names, per_query=True, complete=True).items()]
-    out = summary_table(rows, metrics=names, baseline=baseline or next(iter(runs)), level=level,
-                        n_resamples=n_resamples, seed=seed)
+    fn, runs = _correction(correction), _named_runs(runs)
+    ms = list(metrics) if isinstance(metrics, (list, tuple)) else [metrics]
+    base = next(iter(runs)) if baseline is None else baseline
+    rows = _query_rows(as_nested(qrels, 'qrels'), runs, ms, complete)
+    out = summary_table(rows, metrics=[*map(str, ms)], baseline=base, level=level, n_resamples=n_resamples, seed=seed)
+    for m in map(str, ms): _adjust(out, m, f'{m}_p_perm', fn, lambda r: r['method'] != base)
     return Table({('n_queries' if k == 'n_questions' else k): v for k, v in r.items()} for r in out)
