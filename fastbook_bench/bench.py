@@ -133,9 +133,9 @@ def _metric_names(metrics:str|Sequence[str]) -> list[str]:
 # %% ../nbs/api/26_bench.ipynb #3a72eed0
 def score_run(qrels:dict,               # {query id: {doc id: grade}}
               run:dict,                 # {query id: {doc id: score}}
-              metrics:Sequence[str],    # NAME@K names
+              metrics:Sequence[str],    # metric names, as `evaluate` takes them
               *,
-              complete:bool=False,      # average over all judged queries, absent ones counting 0
+              complete:bool=True,       # judged queries absent from the run count 0 (False: left out)
               ignore_identical_ids:bool=False # drop a retrieved document whose id is the query id
              ) -> dict:
     "The means and per-query values of `metrics`, and the judged queries the run lacks."
@@ -165,16 +165,17 @@ def missing_note(scored:dict # as returned by `score_run`
                 ) -> str|None:
     "A one-line note on judged queries that the run lacks, if any."
     if not (m := scored['missing']): return None
-    fate = "they count as 0" if scored['complete'] else "they are left out of the means (`complete` counts them as 0)"
-    return f"{len(m)} of {scored['judged']} judged queries are not in the run (first: {m[0]!r}); {fate}"
+    fate = ("each counts 0; `complete=False` leaves them out, as trec_eval does without -c" if scored['complete'] else
+            "they are left out of the means; `complete=True` counts each as 0, as trec_eval -c does")
+    return f"{len(m)} of {scored['judged']} judged queries are not in the run (first: {m[0]!r}): {fate}"
 
 # %% ../nbs/api/26_bench.ipynb #e9bd0c2c
 def evaluate_files(qrels:str|Path,        # judgements: BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, TREC
                    run:str|Path,          # a TREC run file, or a PolEval submission (then give `queries`)
                    *,
-                   metrics:str|Sequence[str]=DEFAULT_METRICS, # NAME@K names, NAME in ndcg, mrr, recall, map, p, hit
+                   metrics:str|Sequence[str]=DEFAULT_METRICS, # metric names, as `evaluate` takes them
                    queries:str|Path|None=None, # the questions file a PolEval submission answers (questions.jl, in.tsv)
-                   complete:bool=False,   # average over all judged queries, absent ones counting 0 (trec_eval -c)
+                   complete:bool=True,    # judged queries absent from the run count 0 (False: left out)
                    ignore_identical_ids:bool=False, # drop a retrieved document whose id is the query id
                    duplicates:str='error' # an id twice on a submission's line: 'error' or 'first' (as PolEval 2022)
                   ) -> dict:
@@ -198,8 +199,11 @@ def _read_run(run, queries, duplicates:str='error') -> dict:
 
 # %% ../nbs/api/26_bench.ipynb #c439de3e
 def _search_files(corpus, queries, qrels, split:str):
-    "The corpus, queries and judgements files to search with (a dataset folder's, unless named)."
-    from fastbook_bench.datasets import dataset_files
+    "The corpus, queries and judgements to search with (a dataset folder's or an ir_datasets dataset's, unless named)."
+    from fastbook_bench.datasets import _irds_split, _is_irds, dataset_files, irds_dataset
+    if _is_irds(corpus):
+        judged = hasattr(irds_dataset(_irds_split(corpus, split)), 'qrels_iter')
+        return corpus, corpus if queries is None else queries, qrels or (corpus if judged else None)
     if Path(corpus).is_dir():
         _, corpus, q_file, j_file = dataset_files(corpus, split, qrels=False, queries=queries is None)
         if not (qrels or j_file) and (corpus.parent/'qrels').is_dir():
@@ -211,10 +215,10 @@ def _search_files(corpus, queries, qrels, split:str):
 # %% ../nbs/api/26_bench.ipynb #4677ee97
 def _read_collection(corpus, queries, qrels) -> tuple[dict, dict, dict|None]:
     "Documents, queries and judgements (None without a file), each checked."
-    from fastbook_bench.datasets import read_corpus, read_qrels, read_queries
+    from fastbook_bench.datasets import _named, read_corpus, read_qrels, read_queries
     docs, qs = read_corpus(corpus), read_queries(queries)
     for f, d in ((corpus, docs), (queries, qs)):
-        if not d: raise ValueError(f"{f}: no records")
+        if not d: raise ValueError(f"{_named(f)}: no records")
     return docs, qs, read_qrels(qrels, docs) if qrels else None
 
 # %% ../nbs/api/26_bench.ipynb #a52ae514
@@ -227,7 +231,7 @@ def _search(method:str, docs:dict, qs:dict, k:int, o:BuildOptions):
     return retriever, run_queries(search, qs, retriever.query_note)
 
 # %% ../nbs/api/26_bench.ipynb #706f2fd5
-def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEval passages.jl) or a dataset folder
+def search_dataset(corpus:str|Path,      # a corpus file, a dataset folder, or `irds:<id>` (an ir_datasets dataset)
                    *,
                    queries:str|Path|None=None, # queries file (default: the folder's)
                    method:str='bm25',    # a method or a fusion (`fastbook_bench.methods`)
@@ -235,14 +239,15 @@ def search_dataset(corpus:str|Path,      # corpus file (BEIR corpus.jsonl, PolEv
                    out:str|Path='run.trec', # file to write
                    format:str='trec',    # 'trec' (a run file) or 'poleval' (a submission)
                    qrels:str|Path|None=None, # judgements to score with (default: the folder's, if any)
-                   split:str='test',     # which judgements of a BEIR folder
+                   split:str='test',     # which judgements of a dataset folder
                    options:BuildOptions|None=None # models, cache, progress (default: bm25s)
                   ) -> dict:
     "Search a collection with one method and write a TREC run or a PolEval submission; score it when judged."
+    from fastbook_bench.datasets import _is_irds
     from fastbook_bench.runs import check_run_out, save_run
     parse_methods([method]); check_run_out(out, format, k)
     files = _search_files(corpus, queries, qrels, split)
-    check_not_input(out, files)  # before anything is read or written
+    check_not_input(out, [None if _is_irds(f) else f for f in files])  # before anything is read or written
     docs, qs, judged = _read_collection(*files)
     retriever, run = _search(method, docs, qs, k, options or BuildOptions(bm25_backend='bm25s'))
     written = save_run(run, list(qs), out, k=k, format=format, tag=method, fill=list(docs))

@@ -16,7 +16,7 @@ import numpy as np
 from .core import (HeldDir, atomic_write, available_cores, check_files, check_not_input, check_writable,
                                  file_records, file_sha256, load_array, renamed, staged_dir)
 from .bench import score_run
-from .datasets import corpus_file, iter_corpus, read_qrels, read_queries
+from .datasets import _is_irds, _named, corpus_file, iter_corpus, read_qrels, read_queries
 from .metrics import STANDARD_METRICS
 from .fts import fts5_fill, fts5_search, long_query
 from .methods import BuildOptions
@@ -101,7 +101,10 @@ def _checksum(m:dict) -> str:
 def _rebuild(m:dict, folder) -> str:
     "How to build `folder` again, from what its manifest says (removed first if edited: a build replaces only its own)."
     how = 'rebuild it' if m.get('checksum') == _checksum(m) else 'remove it, then build it again'
-    return (f"{how}: `fastbook-bench index` with `corpus` {m.get('corpus', {}).get('path', '?')}, "
+    c = m['corpus'] if isinstance(m.get('corpus'), dict) else {}
+    src = c.get('path') or (f"irds:{c['ir_datasets']}" if c.get('ir_datasets') else 'the same ir_datasets dataset'
+                            if 'ir_datasets' in c else '?')
+    return (f"{how}: `fastbook-bench index` with `corpus` {src}, "
             f"`method` {m.get('method')}, `out` {folder}")
 
 # %% ../nbs/api/31_index.ipynb #b3a8c594
@@ -174,12 +177,13 @@ def _count_lines(path:str|Path # a text file, gzipped when its name ends in .gz
     return n + (last != b'\n')
 
 # %% ../nbs/api/31_index.ipynb #6f08e9fe
-def _passages(src:Path, ids:_IdWriter, progress:bool) -> Iterator[str]:
+def _passages(src:Path, ids:_IdWriter, progress:bool, n:int) -> Iterator[str]:
     "The texts of `src`, streamed, their ids written by `ids` on the way, with a progress bar."
     it = iter_corpus(src)
     if progress:
         from tqdm.auto import tqdm
-        it = tqdm(it, desc='indexing', unit=' passages', total=_count_lines(src), file=sys.stderr)
+        total = n if _is_irds(src) else _count_lines(src)
+        it = tqdm(it, desc='indexing', unit=' passages', total=total, file=sys.stderr)
     return (ids.add(i, t) for i, t in it)
 
 # %% ../nbs/api/31_index.ipynb #f66d3f0f
@@ -195,8 +199,27 @@ def _kind_engine(kind:IndexKind, # the index kind asked for
     eng = get_engine(engine, address=address)
     return {} if kind.engines == ('local',) else dict(engine=eng)
 
+# %% ../nbs/api/31_index.ipynb #82f437be
+def _first_pass(src) -> tuple[int, str|None]:
+    "The number of documents of `src`, each read and checked; an ir_datasets corpus's sha256 of its records too."
+    h, n, irds = hashlib.sha256(), 0, _is_irds(src)
+    for i, t in iter_corpus(src):
+        n += 1
+        if irds: h.update(json.dumps([i, t], ensure_ascii=False).encode('utf-8') + b'\n')
+    return n, h.hexdigest() if irds else None
+
+# %% ../nbs/api/31_index.ipynb #e8e6277c
+def _corpus_record(src, n:int, digest:str|None) -> dict:
+    "What the manifest says of the corpus `src` of `n` documents."
+    if not _is_irds(src): return dict(path=str(src.resolve()), fingerprint='sha256:' + file_sha256(src), documents=n)
+    try: from importlib.metadata import version; v = version('ir_datasets')
+    except Exception: v = None  # a duck-typed dataset, ir_datasets not installed
+    name = str(_named(src))
+    return dict(ir_datasets=name[5:] if name.startswith('irds:') else None, ir_datasets_version=v,
+                fingerprint=f'sha256:{digest}', documents=n)
+
 # %% ../nbs/api/31_index.ipynb #5661ff77
-def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passages.jl, JSONL) or a dataset folder
+def build_index(corpus:str|Path, # a corpus file, a dataset folder or `irds:<id>`, as `corpus_file` takes
                 out:str|Path,    # the index folder to write (replaced if it is an index this package wrote)
                 *,
                 method:str='bm25',              # a name in `INDEX_KINDS`
@@ -208,15 +231,15 @@ def build_index(corpus:str|Path, # corpus file (BEIR corpus.jsonl, PolEval passa
                ) -> Path:
     "Build a persistent `method` index of `corpus` in the folder `out`, streaming the corpus once."
     kind, src, out, o = _kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
-    _check_options(kind, kind_options); check_not_input(out, [src]); _check_out(out)
+    _check_options(kind, kind_options); check_not_input(out, [None if _is_irds(src) else src]); _check_out(out)
     check_writable(out.resolve().parent, 'out', folder=True)  # where the staging folder goes
-    if not sum(1 for _ in iter_corpus(src)): raise ValueError(f"{src}: no documents")  # every record checked first
+    n, digest = _first_pass(src)
+    if not n: raise ValueError(f"{_named(src)}: no documents")
     eng = _kind_engine(kind, engine, ray_address)
     def build(tmp:Path):
         ids = _IdWriter(tmp)
-        settings = kind.build(_passages(src, ids, progress), tmp, o, progress, **eng, **kind_options)
-        n = ids.close()
-        corp = dict(path=str(src.resolve()), fingerprint='sha256:' + file_sha256(src), documents=n)
+        settings = kind.build(_passages(src, ids, progress, n), tmp, o, progress, **eng, **kind_options)
+        corp = _corpus_record(src, ids.close(), digest)
         m = dict(format=INDEX_FORMAT, method=method, layout=kind.layout, settings=settings, corpus=corp,
                  files=file_records(tmp), complete=True)
         atomic_write(tmp/'manifest.json', json.dumps(dict(m, checksum=_checksum(m)), indent=1, ensure_ascii=False))
@@ -284,11 +307,11 @@ def open_index(path:str|Path, # an index folder
 # %% ../nbs/api/31_index.ipynb #739d37e7
 def search_index(index:str|Path,       # an index folder (`build_index`)
                  *,
-                 queries:str|Path,     # queries file: BEIR queries.jsonl, PolEval questions.jl
+                 queries:str|Path,     # a queries file or `irds:<id>`, as `read_queries` reads
                  k:int=10,             # passages per query
                  out:str|Path='run.trec', # file to write
                  format:str='trec',    # 'trec' (a run file) or 'poleval' (a submission)
-                 qrels:str|Path|None=None, # judgements to score the run with
+                 qrels:str|Path|None=None, # judgements to score the run with (a file or `irds:<id>`)
                  method:str|None=None, # the method expected (None: the index's)
                  options:BuildOptions|None=None, # model expected, device, offline
                  engine:str|object='local', # 'local', 'ray' or an engine (`fastbook_bench.engines`)
@@ -296,8 +319,9 @@ def search_index(index:str|Path,       # an index folder (`build_index`)
                  **search_options      # options of the index's kind (`open_index`)
                 ) -> dict:
     "Search an index with a queries file; write a TREC run or a PolEval submission; score it when judged."
-    check_run_out(out, format, k); check_not_input(out, [index, queries, qrels])
-    if not (qs := read_queries(queries)): raise ValueError(f"{queries}: no records")
+    check_run_out(out, format, k)
+    check_not_input(out, [index, *(None if _is_irds(f) else f for f in (queries, qrels))])
+    if not (qs := read_queries(queries)): raise ValueError(f"{_named(queries)}: no records")
     o = options or BuildOptions()
     idx = open_index(index, method=method, model=o.model, options=o, engine=engine, ray_address=ray_address,
                      **search_options)
