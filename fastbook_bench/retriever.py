@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/06_retriever.ipynb #94ee135d
 from __future__ import annotations
-import math, sys
+import math, re, sys
 from typing import Callable, Iterable, Sequence
 import numpy as np
 from fastcore.basics import patch_to
@@ -208,18 +208,39 @@ def search_batched(retriever:Retriever,     # any retriever
     return [r for i in starts for r in retriever.search(queries[i:i + batch], k=k, subsets=subsets[i:i + batch])]
 
 # %% ../nbs/api/06_retriever.ipynb #211d8ee9
-def _snippet(text:str, width:int) -> str:
-    "`text` on one line, cut to `width` characters with an ellipsis."
+_QUIET = set('a an and are as at be but by can do does for from had has have how in into is it its of on or our that '
+             'the their this to was what when which who why with you your'.split())
+
+def _snippet(text:str,             # a passage
+             width:int,            # characters shown
+             contexts:Sequence[str]=(), # passages holding one of these show it
+             query:str|None=None   # else the stretch with the most distinct words of `query`
+            ) -> str:
+    "`text` on one line, cut to `width` characters around what answers or matches the query, ellipses where cut."
     t = ' '.join(text.split())
-    return t if len(t) <= width else t[:width - 1] + '…'
+    if len(t) <= width: return t
+    low, start = t.lower(), 0
+    at = [low.find(' '.join(c.split())[:40].lower()) for c in contexts if c.strip()]
+    if any(a >= 0 for a in at): start = min(a for a in at if a >= 0)
+    elif query and (ws := {w for w in re.findall(r'\w+', query.lower()) if w not in _QUIET}):
+        hits = [(m.start(), m.group()) for m in re.finditer(r'\w+', low) if m.group() in ws]
+        near = lambda a: len({w for b, w in hits if a <= b < a + width - 20})   # distinct query words from a on
+        start = max((a for a, _ in hits), key=lambda a: (near(a), -a), default=0)
+    start = 0 if start < 20 else t.rfind(' ', 0, start - min(10, width // 5)) + 1   # from a word a little before
+    head, room = ('…' if start else ''), width - (1 if start else 0)
+    body = t[start:start + room]
+    return head + (body if start + room >= len(t) else body[:-1] + '…')
 
 # %% ../nbs/api/06_retriever.ipynb #000c3788
 def show_ranking(hits:Sequence[tuple[int, float]], # one query's `search` result
                  passages:Sequence[str],          # the collection searched
                  gold:Iterable[int]=(),           # indices of the passages that answer the query
-                 width:int=90                     # characters of each passage shown
+                 width:int=90,                    # characters of each passage shown
+                 *,
+                 query:str|None=None,             # show each passage where it holds most of the query's words
+                 contexts:Sequence[str]=()        # the gold contexts: a passage holding one shows it
                 ) -> Table:
-    "Rank, score, a ✓ for gold passages, the passage index and the start of its text."
+    "Rank, score, a ✓ for gold passages, the passage index and its text where it answers or matches the query."
     gold = set(gold)
     return Table(dict(rank=r, score=float(s), gold='✓' if i in gold else '', passage=i,
-                      text=_snippet(passages[i], width)) for r, (i, s) in enumerate(hits, 1))
+                      text=_snippet(passages[i], width, contexts, query)) for r, (i, s) in enumerate(hits, 1))
