@@ -207,6 +207,16 @@ def scores(self, queries:list[str]) -> Iterable[np.ndarray]:
         elif ids := self.engine.get_tokens_ids(toks): yield self.engine.get_scores_from_ids(ids)
         else: yield np.zeros(len(self))
 
+# %% ../nbs/api/07_fts.ipynb #a08d8ff8
+@patch_to(BM25Retriever)
+def idf(self, word:str # one token, as `tokenizer` makes them (lower-cased)
+       ) -> float:
+    "The IDF that weighs `word` in every score: Okapi's, a negative one floored at `epsilon` × the mean; 0 if unseen."
+    if (t := getattr(self, '_idf', None)) is None:
+        t = self._idf = (self.engine.idf if self.backend == 'rank_bm25'
+                         else okapi_idf([self.tokenizer(p) for p in self.passages], self.epsilon))
+    return float(t.get(word, 0.0))
+
 # %% ../nbs/api/07_fts.ipynb #a09ad1f5
 _CAMEL = re.compile(r'[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+')
 
