@@ -4,14 +4,14 @@
 
 # %% ../nbs/api/11_plots.ipynb #65dc636f
 from __future__ import annotations
-import io
+import io, re
 from pathlib import Path
 import numpy as np
 from .core import atomic_write
 from .scoring import summarize
 
 # %% auto #0
-__all__ = ['plot_metric', 'plot_lines', 'plot_by_chunk_size', 'plot_chapters', 'save_plots']
+__all__ = ['metric_label', 'plot_metric', 'plot_lines', 'plot_by_chunk_size', 'plot_chapters', 'save_plots']
 
 # %% ../nbs/api/11_plots.ipynb #91cb2298
 def _figure(width:float, # inches
@@ -20,6 +20,15 @@ def _figure(width:float, # inches
     "A matplotlib `Figure` of `width` × `height` inches, laid out tightly when drawn, unknown to pyplot."
     from matplotlib.figure import Figure
     return Figure(figsize=(width, height), layout='tight')
+
+# %% ../nbs/api/11_plots.ipynb #b476b9a3
+_LABELS = {'mrr': 'MRR', 'recall': 'Recall', 'ndcg': 'nDCG', 'map': 'MAP', 'precision': 'Precision', 'hit': 'Hit rate'}
+
+def metric_label(metric:str # a column: 'mrr_at_10', 'recall', 'span_recall', 'nDCG@10', ...
+                ) -> str:
+    "`metric` as a reader names it: 'mrr_at_10' is 'MRR@10', 'span_recall' 'span recall'; other names as given."
+    if m := re.fullmatch(r'([a-z]+)_at_(\d+)', metric): return f"{_LABELS.get(m[1], m[1])}@{m[2]}"
+    return _LABELS.get(metric, metric.replace('_', ' '))
 
 # %% ../nbs/api/11_plots.ipynb #7bdf229c
 def _plotted(summary:list[dict], metric:str|None, by:str) -> str:
@@ -35,9 +44,10 @@ def _plotted(summary:list[dict], metric:str|None, by:str) -> str:
 # %% ../nbs/api/11_plots.ipynb #e04c4c22
 def plot_metric(summary:list[dict],   # `summary_table` or `compare` rows: `by`, the metric and its _lo/_hi interval
                 metric:str|None=None, # the column as the table names it ('nDCG@10'); default: the first with _lo/_hi
-                by:str='method'       # the column whose values name the bars
+                by:str='method',      # the column whose values name the bars
+                title:str|None=None   # default: what is compared ('MRR@10 per method, chunk size 500')
                ):
-    "Bar chart of `metric` per method (grouped by chunk size, when the rows have one) with its interval bars."
+    "Bar chart of `metric` per method (grouped by chunk size, when the rows have several) with its interval bars."
     metric = _plotted(summary, metric, by)
     sizes = sorted({r.get('chunk_size') for r in summary}, key=lambda s: (s is None, s or 0))
     methods = list(dict.fromkeys(r[by] for r in summary))
@@ -48,28 +58,34 @@ def plot_metric(summary:list[dict],   # `summary_table` or `compare` rows: `by`,
         ms = [m for m in methods if m in rs]
         err = [[rs[m][metric] - rs[m][metric + '_lo'] for m in ms], [rs[m][metric + '_hi'] - rs[m][metric] for m in ms]]
         ax.bar([methods.index(m) + j * w for m in ms], [rs[m][metric] for m in ms], w, yerr=err, capsize=3,
-               label=None if cs is None else f'chunk {cs}')
+               label=f'chunk {cs}')
     ax.set_xticks([i + w * (len(sizes) - 1) / 2 for i in range(len(methods))], methods, rotation=20)
-    ax.set_ylabel(metric); ax.set_ylim(0, max(1.0, *(r[metric + '_hi'] for r in summary)))
-    if sizes != [None]: ax.legend(fontsize=8)
+    ax.set_ylabel(metric_label(metric)); ax.set_ylim(0, max(1.0, *(r[metric + '_hi'] for r in summary)))
+    if len(sizes) > 1: ax.legend(fontsize=8)
+    what = ' and chunk size' if len(sizes) > 1 else '' if sizes == [None] else f', chunk size {sizes[0]}'
+    ax.set_title(title or f'{metric_label(metric)} per {by}{what}')
     return fig
 
 # %% ../nbs/api/11_plots.ipynb #fa1e2445
 def plot_lines(rows:list[dict],    # rows with the columns `x`, `by`, the metric and its _lo/_hi interval
                metric:str,         # the column to plot
                x:str,              # the column along the (log) x axis: a chunk size, a token budget
-               by:str,             # one line per value of this column
-               xlabel:str|None=None, title:str|None=None):
+               by:str,             # one line per value of this column (a legend when there are several)
+               xlabel:str|None=None, # default: `x`
+               title:str|None=None): # default: 'MRR@10 by chunk size', and the line's name when there is one
     "`metric` against `x`, one line per value of `by`, with 95 % interval bars."
     fig = _figure(5, 3.5); ax = fig.subplots()
-    for g in dict.fromkeys(r[by] for r in rows):
+    groups = list(dict.fromkeys(r[by] for r in rows))
+    for g in groups:
         rs = sorted((r for r in rows if r[by] == g), key=lambda r: r[x])
         ax.errorbar([r[x] for r in rs], [r[metric] for r in rs], capsize=3, marker='o', label=g,
                     yerr=[[r[metric] - r[metric + '_lo'] for r in rs], [r[metric + '_hi'] - r[metric] for r in rs]])
     xs = sorted({r[x] for r in rows})
     ax.set_xscale('log'); ax.set_xticks(xs, [str(v) for v in xs]); ax.minorticks_off()
-    ax.set_xlabel(xlabel or x); ax.set_ylabel(metric); ax.legend(fontsize=8)
-    if title: ax.set_title(title)
+    ax.set_xlabel(xlabel or x); ax.set_ylabel(metric_label(metric))
+    if len(groups) > 1: ax.legend(fontsize=8)
+    one = f': {groups[0]}' if len(groups) == 1 else ''
+    ax.set_title(title or f"{metric_label(metric)} by {x.replace('_', ' ')}{one}")
     return fig
 
 def plot_by_chunk_size(summary:list[dict],    # rows with method, chunk_size, the metric and its _lo/_hi interval
@@ -79,6 +95,13 @@ def plot_by_chunk_size(summary:list[dict],    # rows with method, chunk_size, th
     return plot_lines(summary, metric, 'chunk_size', 'method', 'chunk size (tokens)')
 
 # %% ../nbs/api/11_plots.ipynb #fcf1929d
+def _decimals(grid:np.ndarray) -> int:
+    "Fewest decimals, from 2 to 4, that show the different values of each column of `grid` differently."
+    cols = [[v for v in col if not np.isnan(v)] for col in grid.T]
+    ok = lambda d: all(len({f'{v:.{d}f}' for v in c}) == len({round(v, 10) for v in c}) for c in cols)
+    return next((d for d in (2, 3) if ok(d)), 4)
+
+# %% ../nbs/api/11_plots.ipynb #eeb5f725
 def plot_chapters(rows:list[dict],        # per-question rows (`score_rows`) of one or more methods, one chunk size
                   metric:str='mrr_at_10'  # the column to plot
                  ):
@@ -86,12 +109,13 @@ def plot_chapters(rows:list[dict],        # per-question rows (`score_rows`) of 
     by = {(r['method'], r['chapter']): r[metric] for r in summarize(rows, by='chapter')}
     methods = list(dict.fromkeys(m for m, _ in by)); chapters = sorted({c for _, c in by})
     grid = np.array([[by.get((m, c), np.nan) for c in chapters] for m in methods])
-    fig = _figure(1.5 + 0.8 * len(chapters), 0.8 + 0.5 * len(methods)); ax = fig.subplots()
+    fig = _figure(1.5 + 0.8 * len(chapters), 1.1 + 0.5 * len(methods)); ax = fig.subplots()
     im = ax.imshow(grid, vmin=0, vmax=1, cmap='viridis', aspect='auto')
+    d = _decimals(grid)
     for (i, j), v in np.ndenumerate(grid):
-        ax.text(j, i, f'{v:.2f}', ha='center', va='center', color='w' if v < 0.6 else 'k', fontsize=8)
+        ax.text(j, i, f'{v:.{d}f}', ha='center', va='center', color='w' if v < 0.6 else 'k', fontsize=8)
     ax.set_xticks(range(len(chapters)), [f'ch {c}' for c in chapters]); ax.set_yticks(range(len(methods)), methods)
-    fig.colorbar(im, ax=ax, label=metric)
+    fig.colorbar(im, ax=ax, label=metric_label(metric)); ax.set_title(f'{metric_label(metric)} per chapter')
     return fig
 
 # %% ../nbs/api/11_plots.ipynb #1192ad63

@@ -113,7 +113,7 @@ def summary_table(rows:list[dict],             # per-question rows (`score_rows`
         group = [{compare: m, **split, 'n_questions': len(v)} for m, v in group_rows.items()]
         _metric_columns(group, group_rows, metrics, baseline, level, n_resamples, seed)
         out += group
-    return Table(out)
+    return Table(out, baseline=None if baseline is None else {compare: baseline})
 
 # %% ../nbs/api/10_stats.ipynb #4f414716
 def _pvalues(pvalues:Sequence[float]) -> np.ndarray:
@@ -215,4 +215,5 @@ def compare(qrels,                    # {query id: {doc id: relevance}}, or any 
     rows = _query_rows(as_nested(qrels, 'qrels'), runs, ms, complete)
     out = summary_table(rows, metrics=[*map(str, ms)], baseline=base, level=level, n_resamples=n_resamples, seed=seed)
     for m in map(str, ms): _adjust(out, m, f'{m}_p_perm', fn, lambda r: r['method'] != base)
-    return Table({('n_queries' if k == 'n_questions' else k): v for k, v in r.items()} for r in out)
+    return Table(({('n_queries' if k == 'n_questions' else k): v for k, v in r.items()} for r in out),
+                 baseline={'method': base})

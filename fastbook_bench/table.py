@@ -4,6 +4,7 @@
 
 # %% ../nbs/api/01_table.ipynb #8ae5cd9b
 from __future__ import annotations
+import re
 from pathlib import Path
 from fastcore.basics import patch
 from .core import atomic_write
@@ -30,9 +31,10 @@ def text_table(header:list[str],    # column names
 class Table(list):
     "Row dicts that show themselves: iterate and index as a list, print as a table, convert with `to_*`."
     def __init__(self, rows=(),    # dicts, one per row
-                 title:str=''):    # a line shown above the table
+                 title:str='',     # a line shown above the table
+                 baseline:dict|None=None): # {column: value} of the rows the others were tested against
         super().__init__(dict(r) for r in rows)
-        self.title = title
+        self.title, self.baseline = title, dict(baseline or {})
 
     @property
     def columns(self) -> list[str]:
@@ -40,14 +42,18 @@ class Table(list):
         return list(dict.fromkeys(c for r in self for c in r))
 
 # %% ../nbs/api/01_table.ipynb #d1e216d9
+def _is_p(c:str) -> bool: return re.search(r'_p(_|$)', c) is not None   # m_p, m_p_perm, m_p_holm, ...
+
 def _shown(t:Table) -> tuple[list[str], list[list[str]]]:
-    "Header and text cells of `t`, each `m`, `m_lo`, `m_hi` folded into one `mean [lo, hi]` column."
+    "Header and text cells of `t`: intervals folded into `mean [lo, hi]`, a baseline's p-values shown as —."
     cols = t.columns
     folded = {c for c in cols if c + '_lo' in cols and c + '_hi' in cols}
     header = [c for c in cols if not any(c in (f + '_lo', f + '_hi') for f in folded)]
     def cell(r, c):
         if c in folded and r.get(c) is not None:
             return f"{_cell(r[c])} [{_cell(r.get(c + '_lo'))}, {_cell(r.get(c + '_hi'))}]"
+        if t.baseline and _is_p(c) and r.get(c) is not None and all(r.get(k) == v for k, v in t.baseline.items()):
+            return '—'
         return _cell(r.get(c))
     return header, [[cell(r, c) for c in header] for r in t]
 
@@ -62,7 +68,11 @@ def _text(self:Table) -> str:
 Table.__repr__ = Table.__str__ = _text
 
 # %% ../nbs/api/01_table.ipynb #1f195125
-def _md(s:str) -> str: return s.replace('|', '\\|').replace('\n', ' ')
+_MD = re.compile(r'[\\`*~|<>$]|\](?=[(\[])|&(?=#?\w+;)|_(?![^\W_])|(?<![^\W_])_')
+
+def _md(s:str) -> str:
+    "`s` as literal text in a Markdown cell: emphasis, code, HTML, links, math and `|` escaped; `snake_case` left."
+    return _MD.sub(lambda m: '\\' + m.group(), s.replace('\n', ' '))
 
 @patch
 def to_markdown(self:Table) -> str:
@@ -92,7 +102,7 @@ def to_csv(self:Table, path:str|Path|None=None) -> str:
 
 # %% ../nbs/api/01_table.ipynb #2beb2878
 _TEX = {c: '\\' + c for c in '&%$#_{}'} | {'~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
-                                          '\\': r'\textbackslash{}', '\n': ' '}
+                                          '\\': r'\textbackslash{}', '\n': ' ', '—': '---'}
 
 # %% ../nbs/api/01_table.ipynb #ca5ecef4
 def _tex(s:str) -> str:
@@ -119,7 +129,7 @@ def select(self:Table, *cols:str) -> Table:
     if bad := [c for c in cols if c not in self.columns]:
         raise KeyError(f"no column {bad[0]!r}; columns: {', '.join(self.columns)}")
     keep = [x for c in cols for x in (c, c + '_lo', c + '_hi') if x in self.columns]
-    return Table(({c: r[c] for c in keep if c in r} for r in self), title=self.title)
+    return Table(({c: r[c] for c in keep if c in r} for r in self), title=self.title, baseline=self.baseline)
 
 # %% ../nbs/api/01_table.ipynb #90f9ccb0
 class Tables(dict):
