@@ -183,16 +183,22 @@ class ColBERTRetriever(Retriever):
 
 # %% ../nbs/api/16_colbert.ipynb #eb4f5ba6
 @patch_to(ColBERTRetriever)
+def _doc_vectors(self, texts:Sequence[str], progress:bool=False):
+    "Each of `texts` encoded as a passage, alone (`encode_each`): its token vectors, padding dropped."
+    ckpt = self.rag.model.inference_ckpt
+    docs = lambda b: ckpt.docFromText(b, bsize=len(b))[0]  # (texts, tokens, dim), zero-padded
+    for d in encode_each(docs, texts, cpu=ckpt.device.type == 'cpu', batch_size=self.bsize, progress=progress):
+        yield d.cpu().numpy()
+
+@patch_to(ColBERTRetriever)
 def _encode(self) -> dict[str, np.ndarray]:
     "Each passage's token vectors, encoded alone and padded to the length limit, and RAGatouille's masks."
     m, ckpt = self.rag.model, self.rag.model.inference_ckpt
     with _quiet():
         m._set_inference_max_tokens(documents=self.passages, max_tokens=self.max_document_length)
-        n, cpu = ckpt.doc_tokenizer.doc_maxlen, ckpt.device.type == 'cpu'
+        n = ckpt.doc_tokenizer.doc_maxlen
         emb = np.zeros((len(self), n, ckpt.colbert_config.dim), np.float32)
-        docs = lambda b: ckpt.docFromText(b, bsize=len(b))[0]  # (passages, tokens, dim), zero-padded
-        for i, d in enumerate(encode_each(docs, self.passages, cpu=cpu, batch_size=self.bsize, progress=self.progress)):
-            emb[i, :len(d)] = d[:n].cpu().numpy()
+        for i, d in enumerate(self._doc_vectors(self.passages, self.progress)): emb[i, :len(d)] = d[:n]
     return dict(embeddings=emb, doc_masks=np.full((len(self), ckpt.colbert_config.max_doclen), -np.inf, np.float32),
                 doc_maxlen=np.array(n), max_doclen=np.array(ckpt.colbert_config.max_doclen))
 
@@ -227,3 +233,11 @@ def _scores(self, queries:list[str]) -> list[np.ndarray]:
 def scores(self, queries:list[str]):
     "MaxSim score of every passage for each query, computed on one thread (`encode_each`)."
     yield from encode_each(self._scores, queries, cpu=self.rag.model.inference_ckpt.device.type == 'cpu', threads=1)
+
+# %% ../nbs/api/16_colbert.ipynb #2d970195
+@patch_to(ColBERTRetriever)
+def token_vectors(self, text:str # a passage, or any text to encode as one
+                 ) -> np.ndarray:
+    "`text`'s token vectors as ColBERT encodes a passage: one row per token, the rows `search` compares."
+    if not isinstance(text, str): raise TypeError(f"`text` must be a string, got {type(text).__name__}")
+    with _quiet(): return next(self._doc_vectors([text]))

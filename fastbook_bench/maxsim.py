@@ -15,7 +15,7 @@ from .models import encode_each, encoding_key, load_sentence_model, module_finge
 from .retriever import Retriever, check_search, top_k
 
 # %% auto #0
-__all__ = ['WINDOWS_A_PASS', 'windows', 'MaxSimEncoder', 'count_pieces', 'MaxSimRetriever', 'maxsim_scores']
+__all__ = ['WINDOWS_A_PASS', 'QUERY_MAXLEN', 'windows', 'MaxSimEncoder', 'count_pieces', 'MaxSimRetriever', 'maxsim_scores']
 
 # %% ../nbs/api/18_maxsim.ipynb #4f6f03cd
 def windows(ids:list[int], # a passage's word-piece ids
@@ -128,6 +128,14 @@ def _index(self, ids:list[list[int]], cache:bool):
     a = cached_arrays(key, lambda: self.encode_passages(ids), cache)
     self.vectors, self.bounds = a['vectors'], np.concatenate([[0], np.cumsum(a['lengths'])])
 
+# %% ../nbs/api/18_maxsim.ipynb #60f81471
+@patch_to(MaxSimRetriever)
+def passage_vectors(self, i:int # a passage's index
+                   ) -> np.ndarray:
+    "Passage `i`'s token vectors as float32, one per word piece (`pieces`), those `search` compares."
+    if not 0 <= (i := int(i)) < len(self): raise IndexError(f"`i` must be a passage index below {len(self)}, got {i}")
+    return self.vectors[self.bounds[i]:self.bounds[i + 1]].astype(np.float32)
+
 # %% ../nbs/api/18_maxsim.ipynb #900a6ed6
 _PUNCT = re.compile(r'^\W+$')
 
@@ -141,11 +149,13 @@ def _weights(self, ids:list[int]) -> np.ndarray:
     return w
 
 # %% ../nbs/api/18_maxsim.ipynb #8239200f
+QUERY_MAXLEN = 64 # a query's word pieces are cut here, [CLS] and [SEP] included
+
 @patch_to(MaxSimEncoder)
 def _query_vectors(self, batch:list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     "The L2-normalised piece vectors of each query of `batch`, and their weights."
     import torch
-    enc = self.tok(batch, return_tensors='pt', padding=True, truncation=True, max_length=64)
+    enc = self.tok(batch, return_tensors='pt', padding=True, truncation=True, max_length=QUERY_MAXLEN)
     with torch.no_grad(): h = torch.nn.functional.normalize(self.bert(**enc).last_hidden_state, dim=-1).numpy()
     return [(row[1:m - 1], self._weights(ids[1:m - 1]))
             for row, ids, m in zip(h, enc['input_ids'].tolist(), enc['attention_mask'].sum(1).tolist())]
@@ -155,6 +165,15 @@ def encode_queries(self, queries:list[str]) -> list[tuple[np.ndarray, np.ndarray
     "Each query's L2-normalised piece vectors and their weights, each query alone (`encode_each`)."
     cpu = self.bert.device.type == 'cpu'
     return list(encode_each(self._query_vectors, queries, cpu=cpu, batch_size=self.batch_size))
+
+# %% ../nbs/api/18_maxsim.ipynb #eafddc7f
+@patch_to(MaxSimEncoder)
+def pieces(self, text:str,       # a passage, or a query
+           query:bool=False      # cut as `encode_queries` cuts a query
+          ) -> list[str]:
+    "The word pieces of `text` that get one vector each, in order (no `[CLS]` or `[SEP]`)."
+    ids = self.token_ids([text])[0]
+    return self.tok.convert_ids_to_tokens(ids[:QUERY_MAXLEN - 2] if query else ids)
 
 # %% ../nbs/api/18_maxsim.ipynb #38134dd6
 def maxsim_scores(h:np.ndarray,       # a query's piece vectors

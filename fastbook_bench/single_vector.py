@@ -61,6 +61,14 @@ def scores(self, queries:list[str]):
     "Cosine similarity of every passage to each query."
     yield from vector_scores(self._encode(queries, self.query_prompt), self.embeddings)
 
+# %% ../nbs/api/15_single_vector.ipynb #5b2828c5
+@patch_to(SingleVectorRetriever)
+def embed(self, texts:Sequence[str], # questions or passages
+          query:bool=False           # encode as queries are (`query_prompt`), not as passages (`passage_prompt`)
+         ) -> np.ndarray:
+    "One unit vector of float32 per text, as `search` encodes it."
+    return self._encode(list(texts), self.query_prompt if query else self.passage_prompt)
+
 # %% ../nbs/api/15_single_vector.ipynb #4e817183
 def _flat_ip(emb:np.ndarray):
     "A faiss flat inner-product index over `emb`."
