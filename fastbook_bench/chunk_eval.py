@@ -17,7 +17,7 @@ from .methods import BuildOptions, parse_methods
 from .spans import (Collection, fastbook_collection, gold_spans, perfect_scores, question_rows,
                                   rank_chunks, read_collection, scoring_question)
 from .stats import pairwise_tests, summary_table
-from .plots import plot_lines
+from .plots import metric_label, plot_lines
 from .table import Table, Tables
 
 # %% auto #0
@@ -142,13 +142,16 @@ def _check_options(chunkers, methods, budgets, chunk_size, k, out):
     return chunkers, methods, budgets, size[0]
 
 # %% ../nbs/api/29_chunk_eval.ipynb #dc13992d
+_RANKERS = {'bm25': 'BM25', 'maxsim': 'MaxSim'}  # the methods as the plots name them
+
 def plot_budget(summary:list[dict],  # `matrix_tables`' summary
                 metric:str='recall', # the column to plot
                 method:str='bm25'    # the method whose rows are plotted
                ):
     "`metric` against the token budget, one line per chunker, with 95 % interval bars (`plot_lines`)."
     rows = [r for r in summary if r['method'] == method]
-    return plot_lines(rows, metric, 'budget', 'chunker', 'token budget', method)
+    title = f"Chunkers compared: {metric_label(metric)}, {_RANKERS.get(method, method)} ranking"
+    return plot_lines(rows, metric, 'budget', 'chunker', 'token budget (tokens read)', title)
 
 # %% ../nbs/api/29_chunk_eval.ipynb #5165c7b0
 def _write(out, tables:dict[str, list[dict]], plots:bool) -> list[Path]:
