@@ -12,8 +12,8 @@ from .core import positive_int
 from .table import Table
 
 # %% auto #0
-__all__ = ['DamagedScores', 'top_k', 'Retriever', 'check_search', 'FixedRetriever', 'as_retriever', 'search_batched',
-           'show_ranking']
+__all__ = ['DamagedScores', 'top_k', 'Retriever', 'check_search', 'FixedRetriever', 'check_hits', 'check_results', 'as_retriever',
+           'search_batched', 'show_ranking']
 
 # %% ../nbs/api/06_retriever.ipynb #01b46b43
 def _kth_largest(s:np.ndarray, # scores
@@ -148,21 +148,39 @@ def _listed(x, error:str) -> list:
     return list(x)
 
 # %% ../nbs/api/06_retriever.ipynb #a67d4283
+def check_hits(name:str, # the function, as errors name it
+               q:str,    # the query the hits answer
+               hits      # what the function returned for `q`: (doc id, score) pairs
+              ) -> dict[str, float]:
+    "`{doc id: score}` of a plain search function's `hits`, each a pair with a finite score and a new id."
+    at, out, pair = f"for query {q[:60]!r}", {}, "(doc id, score) pair"
+    for h in _listed(hits, f"{name} returned {hits!r} {at}, not a list of {pair}s"):
+        try:
+            d, s = h
+            if isinstance(s, (str, bytes)): raise TypeError   # a number, not its spelling
+            s = float(s)
+        except (TypeError, ValueError): raise TypeError(f"{name} returned {h!r} {at}, not a {pair}") from None
+        if (d := str(d)) in out: raise ValueError(f"{name} returned doc id {d!r} twice {at}")
+        if not math.isfinite(s): raise DamagedScores(f"{name} returned score {s} for doc id {d!r} {at}")
+        out[d] = s
+    return out
+
 @patch_to(_SearchFunction)
 def _ranked(self, q:str, hits, k:int, allowed:set|None) -> list[tuple[int, float]]:
     "The function's `hits` for query `q`, checked, within `allowed`, best first (ties: lower index), cut to `k`."
-    at, seen, pair = f"for query {q[:60]!r}", {}, "(doc id, score) pair"
-    for h in _listed(hits, f"{self.name} returned {hits!r} {at}, not a list of {pair}s"):
-        try: d, s = h; s = float(s)
-        except (TypeError, ValueError): raise TypeError(f"{self.name} returned {h!r} {at}, not a {pair}") from None
-        if (i := self.index.get(str(d))) is None: raise ValueError(f"{self.name} returned unknown doc id {d!r} {at}")
-        if i in seen: raise ValueError(f"{self.name} returned doc id {d!r} twice {at}")
-        if not math.isfinite(s): raise DamagedScores(f"{self.name} returned score {s} for doc id {d!r} {at}")
-        seen[i] = s
-    ranked = sorted((-s, i) for i, s in seen.items() if allowed is None or i in allowed)[:k]
+    got = check_hits(self.name, q, hits)
+    if bad := [d for d in got if d not in self.index]:
+        raise ValueError(f"{self.name} returned unknown doc id {bad[0]!r} for query {q[:60]!r}")
+    ranked = sorted((-s, self.index[d]) for d, s in got.items() if allowed is None or self.index[d] in allowed)[:k]
     return [(i, -s) for s, i in ranked]
 
 # %% ../nbs/api/06_retriever.ipynb #baad61bb
+def check_results(name:str, res, n:int) -> list:
+    "A plain search function's result `res` for `n` queries as a list of `n` result lists, or one clear error."
+    res = _listed(res, f"{name} returned a {type(res).__name__}, not one list of results per query")
+    if len(res) != n: raise ValueError(f"{name} returned {len(res)} result lists for {n} queries")
+    return res
+
 @patch_to(_SearchFunction)
 def search(self, queries, k=10, subsets=None):
     "Ask the function for `k` documents per query, or for all of them where a query has a subset."
@@ -171,9 +189,7 @@ def search(self, queries, k=10, subsets=None):
     for ask, js in ((min(k, len(self)), [j for j, s in enumerate(subsets) if s is None]),
                     (len(self), [j for j, s in enumerate(subsets) if s is not None])):
         if not js: continue
-        res = self.fn([queries[j] for j in js], ask)
-        res = _listed(res, f"{self.name} returned a {type(res).__name__}, not one list of results per query")
-        if len(res) != len(js): raise ValueError(f"{self.name} returned {len(res)} result lists for {len(js)} queries")
+        res = check_results(self.name, self.fn([queries[j] for j in js], ask), len(js))
         for j, hits in zip(js, res):
             out[j] = self._ranked(queries[j], hits, k, None if subsets[j] is None else set(subsets[j]))
     return out

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 from .core import atomic_write, check_writable, positive_int
 from .chunking import Corpus
 from .data import question_id
+from .retriever import check_hits, check_results
 from .datasets import Dataset, FormatError, iter_lines, read_qrels
 from .metrics import trec_order
 from .scoring import normalize, normalize_all
@@ -118,13 +119,9 @@ def search_run(search:Callable, # `search(queries, k)`: a ranked list of (doc id
     "The run of a plain search function over `queries`; an empty query is not searched (`run_queries`)."
     k, qs = positive_int(k, 'k'), queries.queries if isinstance(queries, Dataset) else queries
     if not isinstance(qs, dict): raise TypeError(f"queries: give {{query id: text}} or a Dataset, not {type(qs)}")
-    def ask(ids, texts):
-        if len(res := list(search(texts, k))) != len(ids):
-            raise ValueError(f"search returned {len(res)} result lists for {len(ids)} queries")
-        rows = [(q, i, p) for q, r in zip(ids, res) for i, p in enumerate(r)]
-        if bad := [p for *_, p in rows if not isinstance(p, (tuple, list)) or len(p) != 2]:
-            raise TypeError(f"search returned {bad[0]!r:.40}, not a (doc id, score) pair")
-        return _collect([(q, *p, f'query {q!r}, result {i}') for q, i, p in rows], 'search', False)
+    def ask(ids, texts):   # checked as `as_retriever` checks a function's results
+        res = check_results('search', search(texts, k), len(ids))
+        return {q: check_hits('search', t, hits) for q, t, hits in zip(ids, texts, res)}
     return run_queries(ask, qs)
 
 # %% ../nbs/api/20_runs.ipynb #cb3f06cd
