@@ -401,8 +401,13 @@ def _irds_records(source, kind:str) -> Iterator[tuple[str, str]]:
 
 # %% ../nbs/api/19_datasets.ipynb #9b36de56
 def _irds_qrels(source) -> tuple[dict[str, dict[str, int]], dict]:
-    "The judgements of an ir_datasets dataset (`qrels_iter`), and where each is (for warnings)."
-    qrels = {}
-    for r in _irds_part(source, 'qrels_iter', 'judgements')():
-        qrels.setdefault(str(r.query_id), {})[str(r.doc_id)] = int(r.relevance)
-    return qrels, {(q, d): f'of query {q!r}' for q, ds in qrels.items() for d in ds}
+    "The judgements of an ir_datasets dataset (`qrels_iter`), checked as a file's are, and where each is."
+    qrels, first, name = {}, {}, _named(source)
+    for n, r in enumerate(_irds_part(source, 'qrels_iter', 'judgements')(), 1):
+        q, d, g = str(r.query_id), str(r.doc_id), r.relevance
+        if isinstance(g, (bool, str)) or not float(g).is_integer():
+            raise FormatError(f"{name}, judgement {n}: relevance {g!r} is not an integer")
+        if (q, d) in first and qrels[q][d] != int(g):
+            raise FormatError(f"{name}, judgement {n}: {q!r}/{d!r} judged {int(g)}, but {qrels[q][d]} in {first[q, d]}")
+        first.setdefault((q, d), n); qrels.setdefault(q, {})[d] = int(g)
+    return qrels, {p: f'of query {p[0]!r}' for p in first}
