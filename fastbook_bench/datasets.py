@@ -343,7 +343,8 @@ def _tsv_layout(path, lines:list) -> str:
     if name.startswith('queries'): return 'msmarco'
     if len(set(first)) < len(first): return 'poleval2022'  # a set name repeats, an id never does
     raise FormatError(f"{path}: is its first column the query id (MS MARCO) or a set name, the ids being line numbers "
-                      f"(PolEval 2022's in.tsv)? pass `layout='msmarco'` or `layout='poleval2022'`")
+                      f"(PolEval 2022's in.tsv)? pass `layout='msmarco'` or `layout='poleval2022'`, or name the file "
+                      f"queries.tsv or in.tsv")
 
 # %% ../nbs/api/19_datasets.ipynb #bb021b3c
 def _tsv_queries(path, layout:str|None) -> dict[str, str]:
