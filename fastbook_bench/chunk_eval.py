@@ -142,15 +142,13 @@ def _check_options(chunkers, methods, budgets, chunk_size, k, out):
     return chunkers, methods, budgets, size[0]
 
 # %% ../nbs/api/29_chunk_eval.ipynb #dc13992d
-_RANKERS = {'bm25': 'BM25', 'maxsim': 'MaxSim'}  # the methods as the plots name them
-
 def plot_budget(summary:list[dict],  # `matrix_tables`' summary
                 metric:str='recall', # the column to plot
                 method:str='bm25'    # the method whose rows are plotted
                ):
     "`metric` against the token budget, one line per chunker, with 95 % interval bars (`plot_lines`)."
     rows = [r for r in summary if r['method'] == method]
-    title = f"Chunkers compared: {metric_label(metric)}, {_RANKERS.get(method, method)} ranking"
+    title = f"Chunkers compared: {metric_label(metric)}, ranked by {method}"
     return plot_lines(rows, metric, 'budget', 'chunker', 'token budget (tokens read)', title)
 
 # %% ../nbs/api/29_chunk_eval.ipynb #5165c7b0
