@@ -2,8 +2,9 @@
 
     python tools/imports.py        # prints the order and exits 1 on any import of a later module
 
-The order is the numbering of `nbs/api/` (each notebook's `#| default_exp`). Every `import` of a package module is
-checked, at module level or inside a function, in the exported modules and in the reference notebooks' own cells.
+The order is the numbering of `nbs/api/` (each notebook's `#| default_exp`; a letter after the number, as in `31a_`,
+reads after the number alone). Every `import` of a package module is checked, at module level or inside a function,
+in the exported modules and in the reference notebooks' own cells.
 Exempt: `from . import __version__` (nbdev's convention) and registries that name modules as strings for
 `importlib.import_module` (they are printed, so a reader sees them).
 """
@@ -14,13 +15,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = 'fastbook_bench'
 MODULES = {p.stem for p in (ROOT/PKG).glob('*.py')}
 
+def _number(name):
+    "A notebook's place: `31_index.ipynb` -> (31, ''); a split-off `31a_fts5_index.ipynb` -> (31, 'a'), read after 31."
+    n, letter = re.match(r'(\d+)([a-z]?)_', name).groups()
+    return int(n), letter
+
 def order():
     "{module: position} from the numbered reference notebooks' `default_exp`."
     out = {}
     for nb in sorted((ROOT/'nbs'/'api').glob('[0-9]*.ipynb')):
         src = '\n'.join(''.join(c['source']) for c in json.loads(nb.read_text())['cells'] if c['cell_type'] == 'code')
         m = re.search(r'^#\|\s*default_exp\s+(\S+)', src, re.M)
-        if m: out[m.group(1)] = (int(nb.name.split('_')[0]), nb.name)
+        if m: out[m.group(1)] = (_number(nb.name), nb.name)
     return out
 
 def imported(src, exempt_version=True):
@@ -55,8 +61,8 @@ def check():
         f = ROOT/PKG/(('__init__' if mod == 'api' else mod) + '.py')
         if mod == '__init__' or not f.exists(): f = ROOT/PKG/f'{mod}.py'
         src = f.read_text() if f.exists() else ''
-        deps = sorted({m for _, m in imported(src) if m != mod}, key=lambda m: pos.get(m, (999,))[0])
-        print(f"{n:02d} {mod:14s} imports {', '.join(deps) or '-'}"
+        deps = sorted({m for _, m in imported(src) if m != mod}, key=lambda m: pos.get(m, ((999, ''),))[0])
+        print(f"{n[0]:02d}{n[1]:1s} {mod:14s} imports {', '.join(deps) or '-'}"
               + (f"  (loads by name: {', '.join(registries(src))})" if registries(src) else ''))
         for line, m in imported(src):
             if m not in pos: problems.append(f"{PKG}/{f.name}:{line}: imports {m}, which no reference notebook defines")

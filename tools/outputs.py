@@ -11,6 +11,11 @@ fresh execution prints something else. Cells marked `#| volatile` (timings, prog
 must appear in a code cell or a kept output of the same notebook (for `index.ipynb`, of any notebook checked), counting only
 cells that run under `--flags` (a number backed by a skipped cell is backed by nothing that ran); numbers inside
 backticks, `$...$` or link targets are code or notation and are not checked.
+
+`--nbdev-test` runs the notebooks with `nbdev_test` itself (its file selection, skip flags, `test_nb`, working folders;
+`--flags` passed on as its `--flags`) and records what each executed cell printed, so that CI executes every notebook
+once: the test run is the run whose outputs are compared (or saved). Each notebook runs in a fresh process (nbdev_test
+reuses a worker for the next notebook), the ones with cells flagged in `--flags` first.
 """
 import argparse, base64, json, os, re, sys, time
 from concurrent.futures import ProcessPoolExecutor
@@ -86,6 +91,65 @@ def execute(fn, flags):
     finally: os.chdir(cwd)
     return ran, volatile, err
 
+class _Recorder:
+    "Wraps execnb's `CaptureShell` as nbdev_test makes it: each executed cell's outputs go to a JSON file in `folder`."
+    def __init__(self, shell_class, folder): self.shell_class, self.folder = shell_class, folder
+    def __call__(self, path=None, *args, **kwargs):
+        shell, folder = self.shell_class(path, *args, **kwargs), self.folder
+        run_all = shell.run_all
+        def recorded(nb, exc_stop=False, preproc=lambda c: False, *args, **kwargs):
+            ran = []
+            def pre(cell):
+                skip = preproc(cell)
+                if not skip and cell.cell_type == 'code': cell.outputs = []; ran.append(cell)  # not the kept ones
+                return skip
+            try: return run_all(nb, exc_stop, pre, *args, **kwargs)
+            finally:
+                out = {'path': str(Path(path).resolve()), 'failed': bool(shell.exc),
+                       'ran': {c.id: _plain([dict(o) for o in c.get('outputs', [])]) for c in ran}}
+                name = re.sub(r'\W', '_', str(Path(path).resolve().relative_to(ROOT)))
+                (Path(folder)/f'{name}.json').write_text(json.dumps(out))
+        shell.run_all = recorded
+        return shell
+
+def _test_nb(fn, folder, **kwargs):
+    "nbdev's `test_nb` on notebook `fn`, in this (fresh) process, its shell recording outputs into `folder`."
+    import nbdev.test
+    from execnb.shell import CaptureShell
+    nbdev.test.CaptureShell = _Recorder(CaptureShell, folder)
+    return nbdev.test.test_nb(fn, **kwargs)
+
+def _isolated(folder, flags):
+    "A stand-in for the `parallel` nbdev_test calls: each notebook in a fresh process, flagged ones first."
+    def parallel(f, items, *args, n_workers=1, pause=0, **kwargs):
+        first = sorted(range(len(items)), key=lambda i: not any(
+            set(flags) & _directives(_text(c['source'])).keys() for c in json.loads(Path(items[i]).read_text())['cells']))
+        with ProcessPoolExecutor(max(n_workers, 1), max_tasks_per_child=1) as pool:
+            done = {i: pool.submit(_test_nb, items[i], folder, *args, **kwargs) for i in first}
+            return [done[i].result() for i in range(len(items))]
+    return parallel
+
+def via_nbdev_test(flags, path=None):
+    "Run `nbdev_test --flags FLAGS [--path PATH]`, recording outputs: ({notebook: (ran, volatile, failed)}, passed)."
+    import tempfile, nbdev.test
+    with tempfile.TemporaryDirectory() as folder:
+        # nbdev_test's own file selection, flags and `test_nb`; but where it reuses a worker process for the next
+        # notebook, each notebook here gets a fresh one, as a reader running it does: a notebook's printed outputs
+        # (the library's once-a-process notices, pandas' display options) do not depend on what ran before it
+        nbdev.test.parallel = _isolated(folder, flags)
+        cwd = os.getcwd(); os.chdir(ROOT)
+        try: nbdev.test.nbdev_test.__wrapped__(path=path, flags=' '.join(flags), timing=True); passed = True
+        except SystemExit as e: passed = not e.code
+        finally: os.chdir(cwd)
+        runs = {}
+        for f in Path(folder).glob('*.json'):
+            r = json.loads(f.read_text())
+            fn = Path(r['path'])
+            src = {c.get('id'): _text(c['source']) for c in json.loads(fn.read_text())['cells']}
+            volatile = {i for i in r['ran'] if 'volatile' in _directives(src.get(i, ''))}
+            runs[fn] = (r['ran'], volatile, r['failed'])
+    return runs, passed
+
 def _plain(o):
     "An output as plain JSON types (execnb hands back AttrDicts and lists)."
     return json.loads(json.dumps(o, default=lambda x: dict(x) if hasattr(x, 'keys') else list(x)))
@@ -160,6 +224,21 @@ def _job(args):
     except Exception as e: ran, volatile, err = {}, set(), f"{fn.name}: {type(e).__name__}: {e}"
     return fn, ran, volatile, err, time.time() - t
 
+def _executed(fns, flags, workers, save_them):
+    "Execute `fns` in fresh processes (this tool's own runner); the problems found."
+    problems = []
+    # the notebooks with flagged cells to run (the slow ones) start first, so that two workers finish together
+    flagged = lambda fn: any(set(flags) & _directives(_text(c['source'])).keys() for c in json.loads(fn.read_text())['cells'])
+    jobs = sorted(((fn, flags) for fn in fns), key=lambda j: not flagged(j[0]))
+    # one fresh process per notebook: IPython's shell replaces a worker's __main__, and a notebook's state stays its own
+    with ProcessPoolExecutor(workers, max_tasks_per_child=1) as pool:
+        for fn, ran, volatile, err, secs in pool.map(_job, jobs):
+            print(f"{fn.relative_to(ROOT)}: {len(ran)} cells run in {secs:.0f} s" + (' (FAILED)' if err else ''), flush=True)
+            if err: problems.append(err); continue
+            if save_them: save(fn, ran)
+            else: problems += stale(fn, ran, volatile)
+    return problems
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     g = p.add_mutually_exclusive_group(required=True)
@@ -168,23 +247,28 @@ def main():
     p.add_argument('--flags', default='', help='space-separated test flags to run too (e.g. "slow")')
     p.add_argument('--workers', type=int, default=min(2, os.cpu_count() or 1))
     p.add_argument('--no-prose', action='store_true', help="skip the prose numbers check")
-    p.add_argument('paths', nargs='*', default=['nbs', 'experiments'])
+    p.add_argument('--nbdev-test', action='store_true', help="execute with nbdev_test (every notebook of nbs/), once")
+    p.add_argument('paths', nargs='*', help='notebooks or folders (default: nbs and experiments; nbs with --nbdev-test)')
     a = p.parse_args()
+    if len(a.paths) > 1 and a.nbdev_test: p.error('--nbdev-test takes one path (a notebook or folder of nbs/), as nbdev_test')
+    a.paths = a.paths or (['nbs'] if a.nbdev_test else ['nbs', 'experiments'])
     # one BLAS/OpenMP thread per core per worker: two workers with two threads each on two cores run the slow notebooks
     # ~1.6x slower (measured), with the same outputs
     for v in ('OMP_NUM_THREADS', 'MKL_NUM_THREADS'): os.environ.setdefault(v, str(max(1, (os.cpu_count() or 1) // a.workers)))
     fns = notebooks([ROOT/x if not Path(x).is_absolute() else x for x in a.paths])
     flags, problems = a.flags.split(), []
-    # the notebooks with flagged cells to run (the slow ones) start first, so that two workers finish together
-    flagged = lambda fn: any(set(flags) & _directives(_text(c['source'])).keys() for c in json.loads(fn.read_text())['cells'])
-    jobs = sorted(((fn, flags) for fn in fns), key=lambda j: not flagged(j[0]))
-    # one fresh process per notebook: IPython's shell replaces a worker's __main__, and a notebook's state stays its own
-    with ProcessPoolExecutor(a.workers, max_tasks_per_child=1) as pool:
-        for fn, ran, volatile, err, secs in pool.map(_job, jobs):
-            print(f"{fn.relative_to(ROOT)}: {len(ran)} cells run in {secs:.0f} s" + (' (FAILED)' if err else ''), flush=True)
-            if err: problems.append(err); continue
+    if a.nbdev_test:
+        runs, passed = via_nbdev_test(flags, None if a.paths == ['nbs'] else str(Path(a.paths[0]).resolve()))
+        if not passed: problems.append('nbdev_test failed (its report is above)')
+        missing = [fn for fn in fns if fn not in runs]
+        if passed and missing: problems.append(f"nbdev_test ran no cell of {', '.join(str(f) for f in missing)}")
+        print(f"nbdev_test executed {sum(len(r[0]) for r in runs.values())} cells of {len(runs)} notebooks", flush=True)
+        for fn, (ran, volatile, failed) in sorted(runs.items()):
+            if failed: continue
             if a.save: save(fn, ran)
             else: problems += stale(fn, ran, volatile)
+    else:
+        problems += _executed(fns, flags, a.workers, a.save)
     if a.check and not a.no_prose:
         everything = _corpus(fns, flags)  # what this run executes
         for fn in fns: problems += prose_numbers(fn, everything if fn.name == 'index.ipynb' else _corpus([fn], flags))
