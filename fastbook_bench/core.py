@@ -4,17 +4,15 @@
 
 # %% ../nbs/api/00_core.ipynb #ca1dc791
 from __future__ import annotations
-import errno, glob, hashlib, io, os, shutil, stat, sys, tempfile, time, warnings
+import errno, glob, hashlib, os, shutil, stat, sys, tempfile, time
 from contextlib import contextmanager
-from pathlib import Path, PurePosixPath
-from typing import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Callable, Iterator
 import numpy as np
 
 # %% auto #0
 __all__ = ['cache_dir', 'atomic_file', 'atomic_write', 'atomic_dir', 'staged_dir', 'HeldDir', 'fingerprint', 'cached_arrays',
-           'return_freed_memory', 'say_once', 'positive_int', 'split_list', 'positive_ints', 'available_cores',
-           'check_writable', 'file_sha256', 'file_records', 'inside', 'check_files', 'load_array', 'check_not_input',
-           'renamed']
+           'return_freed_memory', 'say_once']
 
 # %% ../nbs/api/00_core.ipynb #653ccb79
 def cache_dir() -> Path:
@@ -268,143 +266,3 @@ _SAID = set()
 def say_once(message:str):
     "Print `message` on stderr, once per process."
     if message not in _SAID: _SAID.add(message); print(message, file=sys.stderr)
-
-# %% ../nbs/api/00_core.ipynb #993fc1dd
-def positive_int(value, # a count: a cutoff, a concurrency, a number of lists to probe
-                 name:str # the parameter, as the error names it
-                ) -> int:
-    "`value` if it is a positive integer (a bool is not), else a ValueError naming `name`."
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"`{name}` must be a positive integer, got {value!r}")
-    return int(value)
-
-# %% ../nbs/api/00_core.ipynb #4e2da060
-def split_list(value, # 'a,b', ['a', 'b'], or one value
-               name:str, # the parameter, as the error names it
-               example:str|None=None # a valid value, shown in the error
-              ) -> list:
-    "The items of a comma-separated string or a sequence, strings stripped and blanks dropped; at least one."
-    items = value.split(',') if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else [value]
-    out = [v.strip() if isinstance(v, str) else v for v in items]
-    if not (out := [v for v in out if not (isinstance(v, str) and not v)]):
-        raise ValueError(f"`{name}` names nothing (got {value!r})" + (f"; e.g. {example}" if example else ''))
-    return out
-
-def positive_ints(value, name:str) -> list[int]:
-    "The positive integers of `split_list(value)`: '256,500', [256, 500] or 500."
-    vals = split_list(value, name)
-    try: return [positive_int(int(v) if isinstance(v, str) else v, name) for v in vals]
-    except ValueError:
-        raise ValueError(f"`{name}` must be positive integers separated by commas, got {value!r}") from None
-
-# %% ../nbs/api/00_core.ipynb #803bca70
-def available_cores() -> int:
-    "The cores this process may run on (its CPU affinity where the system says), at least 1."
-    return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
-
-# %% ../nbs/api/00_core.ipynb #855ea931
-def check_writable(path:str|Path, # where a file (or, with `folder`, a folder) will be written
-                   name:str,      # the parameter, as the error names it
-                   folder:bool=False):
-    "Fail unless `path` can be written, before any slow work: not a folder for a file, nor a file for a folder."
-    p = Path(path)
-    if not folder and _stream(p):  # written into (`atomic_file`): it takes writes, or not
-        if os.access(p, os.W_OK): return
-        raise PermissionError(f"`{name}` {path}: cannot write into it")
-    if folder and p.exists() and not p.is_dir(): raise ValueError(f"`{name}` {path} is a file, not a folder")
-    if not folder and p.is_dir(): raise ValueError(f"`{name}` {path} is a folder; give a file name")
-    d = next(a for a in (p if folder else p.parent, *(p if folder else p.parent).parents) if a.exists())
-    if not d.is_dir(): raise ValueError(f"`{name}` {path}: {d} is not a folder")
-    try: tempfile.TemporaryFile(dir=d).close()
-    except OSError as e: raise PermissionError(f"`{name}` {path}: cannot write into {d} ({e.strerror})") from None
-
-# %% ../nbs/api/00_core.ipynb #a6ddcc57
-def file_sha256(path:str|Path # any file
-               ) -> str:
-    "The sha256 hex digest of the file's bytes, read in blocks of 1 MiB."
-    h = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for b in iter(lambda: f.read(1 << 20), b''): h.update(b)
-    return h.hexdigest()
-
-# %% ../nbs/api/00_core.ipynb #54c9b852
-def _head(path:Path) -> str:
-    with open(path, 'rb') as f: return hashlib.sha256(f.read(4096)).hexdigest()
-
-def file_records(folder:str|Path # a folder
-                ) -> dict[str, dict]:
-    "`{path: {size, head, sha256}}` of every file under `folder` (paths relative, `/`-separated, sorted)."
-    files = sorted(p for p in Path(folder).rglob('*') if p.is_file())
-    return {p.relative_to(folder).as_posix(): dict(size=p.stat().st_size, head=_head(p), sha256=file_sha256(p))
-            for p in files}
-
-# %% ../nbs/api/00_core.ipynb #3329a8e7
-def inside(folder:str|Path, # a folder
-           name:str         # a path in it, relative and `/`-separated (as `file_records` writes them)
-          ) -> Path:
-    "`folder/name`, if `name` stays inside `folder` (relative, no `..`); else a ValueError naming both."
-    p = PurePosixPath(name) if isinstance(name, str) and name and '\\' not in name else None
-    if p is None or p.is_absolute() or '..' in p.parts:
-        raise ValueError(f"{folder}: lists {name!r}, which is not a file inside it")
-    return Path(folder)/p
-
-def _links(folder:Path) -> Iterator[Path]:
-    "The links under `folder`, its sub-folders searched."
-    with os.scandir(folder) as es:
-        for e in es:
-            if e.is_symlink(): yield Path(e.path)
-            elif e.is_dir(): yield from _links(Path(e.path))
-
-# %% ../nbs/api/00_core.ipynb #28b97695
-def check_files(folder:str|Path, # a folder
-                records:dict[str, dict], # what `file_records` said of it
-                full:bool=False # also compare every byte (sha256), not only sizes and first blocks
-               ) -> int:
-    "The bytes of the files `records` lists, checked; else a ValueError naming the first file that differs, and how."
-    if (link := next(_links(Path(folder)), None)) is not None:
-        raise ValueError(f"{link}: a link, which could lead outside the folder (a build makes none)")
-    n = 0
-    for name, r in records.items():
-        p = inside(folder, name)
-        if not p.is_file(): raise ValueError(f"{p}: missing")
-        if (size := p.stat().st_size) != r['size']: raise ValueError(f"{p}: {size} bytes, not the {r['size']} written")
-        if _head(p) != r['head'] or full and file_sha256(p) != r['sha256']:
-            raise ValueError(f"{p}: its bytes differ from those written (damaged or replaced)")
-        n += size
-    return n
-
-# %% ../nbs/api/00_core.ipynb #4ad977ab
-def load_array(path:str|Path,          # a .npy file
-               mmap_mode:str|None=None # 'r': map it rather than read it
-              ) -> np.ndarray:
-    "The array of numbers in `path`; a ValueError naming it if it holds Python objects or is no array."
-    try: return np.load(path, mmap_mode=mmap_mode, allow_pickle=False)
-    except (ValueError, EOFError) as e: raise ValueError(f"{path}: not an array of numbers ({e})") from None
-
-# %% ../nbs/api/00_core.ipynb #fec9985d
-def check_not_input(out:str|Path|Sequence[str|Path], # a file or folder written (or several)
-                    reads:Sequence[str|Path|None],    # the files read, and folders read whole (an index); None skipped
-                    name:str='out'):                  # the parameter, as the error names it
-    "Refuse, naming `name`, an output that is an input, lies inside a folder read, or is a folder holding an input."
-    for o in ([out] if isinstance(out, (str, Path)) else out):
-        for r in (r for r in reads if r is not None):
-            ro, rr = Path(o).resolve(), Path(r).resolve()
-            if ro == rr or (ro.exists() and rr.exists() and os.path.samefile(ro, rr)):
-                same = '' if Path(o) == Path(r) else f"{r}, "
-                raise ValueError(f"`{name}` {o} is {same}a file this command reads; write elsewhere")
-            if rr in ro.parents: raise ValueError(f"`{name}` {o} is inside {r}, a folder this command reads")
-            if ro in rr.parents: raise ValueError(f"`{name}` {o} holds {r}, a file this command reads")
-
-# %% ../nbs/api/00_core.ipynb #de43f156
-def renamed(module:str,          # the module's `__name__`
-            names:list[str]|dict[str, str], # old public names now '_' + name, or old -> new
-            version:str='0.2'     # the release in which the old names go
-           ) -> Callable:
-    "A module `__getattr__` serving each old name of `names` as its new one, with a `DeprecationWarning`."
-    names = names if isinstance(names, dict) else {n: '_' + n for n in names}
-    def __getattr__(name:str):
-        if name not in names: raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warnings.warn(f"{module}.{name} is now {names[name]}, a private helper; the old name goes in {version}",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(sys.modules[module], names[name])
-    return __getattr__

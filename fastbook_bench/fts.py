@@ -5,6 +5,7 @@
 # %% ../nbs/api/07_fts.ipynb #7bed4075
 from __future__ import annotations
 import math, re, sqlite3
+from array import array
 from collections import Counter
 from itertools import islice, repeat
 from pathlib import Path
@@ -15,11 +16,12 @@ from .core import atomic_file, fingerprint
 from .retriever import Retriever, check_search
 
 # %% auto #0
-__all__ = ['FTS5_MAX_TERMS', 'BM25_BACKENDS', 'fts_query', 'long_query', 'FTS5Retriever', 'fts5_fill', 'fts5_search', 'tokenize',
-           'okapi_idf_df', 'okapi_idf', 'okapi_scale', 'BM25Retriever', 'tokenize_identifiers']
+__all__ = ['FTS5_MAX_TERMS', 'BM25_PARAMS', 'BM25_BACKENDS', 'fts_query', 'long_query', 'FTS5Retriever', 'fts5_fill',
+           'fts5_search', 'tokenize', 'okapi_idf_df', 'okapi_idf', 'okapi_scale', 'okapi_weights', 'BM25Retriever',
+           'tokenize_identifiers']
 
 # %% ../nbs/api/07_fts.ipynb #2f66191a
-FTS5_MAX_TERMS = 256  # terms of a query FTS5 reads: an OR of n terms takes more than n times one term's time
+FTS5_MAX_TERMS = 256  # terms of a query FTS5 reads (an OR of n terms costs over n times one's)
 
 def _terms(text:str) -> list[str]:
     "The terms of `text` as the published run split keywords: no double quotes or NULs, commas stripped from the ends."
@@ -122,6 +124,9 @@ def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tup
     queries, subsets = check_search(self, queries, k, subsets); k = min(k, len(self))  # SQLite's LIMIT is 64-bit
     return [fts5_search(self.con, q, k, sub) for q, sub in zip(queries, subsets)]
 
+# %% ../nbs/api/07_fts.ipynb #9ffc9db0
+BM25_PARAMS = dict(k1=1.5, b=0.75, epsilon=0.25)  # Okapi BM25's parameters: the one home of their defaults
+
 # %% ../nbs/api/07_fts.ipynb #d835895f
 _WORD = re.compile(r'\w+')
 
@@ -134,7 +139,7 @@ def tokenize(text:str # any string
 # %% ../nbs/api/07_fts.ipynb #a0a438df
 def okapi_idf_df(df:dict,             # term -> number of passages holding it
                  n:int,               # number of passages
-                 epsilon:float=0.25   # negative IDFs become epsilon × the mean IDF
+                 epsilon:float=BM25_PARAMS['epsilon'] # negative IDFs become epsilon × the mean IDF
                 ) -> dict:
     "BM25Okapi's IDF per term from document frequencies: log((N - n + 0.5) / (n + 0.5)), floored as `okapi_idf`."
     idf = {t: float(np.log(n - f + 0.5) - np.log(f + 0.5)) for t, f in df.items()}
@@ -143,7 +148,7 @@ def okapi_idf_df(df:dict,             # term -> number of passages holding it
 
 # %% ../nbs/api/07_fts.ipynb #bbdf7bd6
 def okapi_idf(docs:list[list[str]], # tokenised passages
-              epsilon:float=0.25     # negative IDFs become epsilon × the mean IDF
+              epsilon:float=BM25_PARAMS['epsilon'] # negative IDFs become epsilon × the mean IDF
              ) -> dict[str, float]:
     "BM25Okapi's IDF per term: log((N - n + 0.5) / (n + 0.5)), negatives floored at `epsilon` × the mean."
     return okapi_idf_df(Counter(t for d in docs for t in set(d)), len(docs), epsilon)
@@ -166,46 +171,72 @@ def okapi_scale(idf:float, # the term's BM25Okapi IDF
     "The factor that turns bm25s's Lucene-IDF `robertson` scores of a term into BM25Okapi's."
     return (k1 + 1) * idf / np.log(1 + (n - nt + 0.5) / (nt + 0.5))
 
-# %% ../nbs/api/07_fts.ipynb #202caae1
-def _bm25s_index(docs, k1, b, epsilon):
-    "A bm25s index of tokenised `docs` whose precomputed scores use BM25Okapi's IDF and (k1 + 1) scale."
-    import bm25s
-    r = bm25s.BM25(k1=k1, b=b, method='robertson', idf_method='lucene', dtype='float64')
-    r.index(docs, show_progress=False)
-    idf, n = okapi_idf(docs, epsilon), len(docs)
-    data, ptr = r.scores['data'], r.scores['indptr']
-    for t, j in r.vocab_dict.items():
-        if t in idf and ptr[j + 1] > ptr[j]:  # lucene idf = log(1 + (N - n + .5)/(n + .5)) > 0, so the ratio is safe
-            data[ptr[j]:ptr[j + 1]] *= okapi_scale(idf[t], int(ptr[j + 1] - ptr[j]), n, k1)
-    return r
+# %% ../nbs/api/07_fts.ipynb #342fa550
+def okapi_weights(df:np.ndarray, # passages holding each term
+                  n:int,         # passages
+                  k1:float,      # term-frequency saturation
+                  epsilon:float  # negative IDFs become epsilon × the mean IDF
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    "Per term: bm25s's Lucene IDF, and the `okapi_scale` that turns its `robertson` scores into BM25Okapi's."
+    okapi, nts = okapi_idf_df(dict(enumerate(df.tolist())), n, epsilon), df.tolist()
+    lucene = [math.log(1 + (n - f + 0.5) / (f + 0.5)) for f in nts]  # math.log, as bm25s: the same bits
+    return np.array(lucene), np.array([okapi_scale(okapi[j], f, n, k1) for j, f in enumerate(nts)])
+
+# %% ../nbs/api/07_fts.ipynb #51a80cdc
+def _term_counts(docs:list[list[str]]):
+    "The vocabulary; per passage its length and distinct terms; per (passage, term) pair the term id and count."
+    vocab, ids, tfs, lens, width = {}, array('i'), array('d'), [], []
+    for d in docs:
+        c = Counter(d); lens.append(len(d)); width.append(len(c))
+        ids.extend(vocab.setdefault(t, len(vocab)) for t in c); tfs.extend(c.values())
+    return vocab, np.array(lens), np.array(width), np.frombuffer(ids, np.int32), np.frombuffer(tfs)
+
+# %% ../nbs/api/07_fts.ipynb #9aee3c7b
+class _OkapiMatrix:
+    "BM25Okapi's score of every (term, passage) pair, a column per term, computed as bm25s computes its matrix."
+    def __init__(self, docs:list[list[str]], k1:float, b:float, epsilon:float):
+        self.vocab, lens, width, cols, tf = _term_counts(docs)
+        rows, self.n = np.repeat(np.arange(len(lens), dtype=np.int32), width), len(lens)
+        self.df = np.bincount(cols, minlength=len(self.vocab))
+        idf, scale = okapi_weights(self.df, self.n, k1, epsilon)
+        norm = (k1 * ((1 - b) + b * lens / lens.mean()))[rows]
+        order = np.argsort(cols, kind='stable')  # column by column, passages in order within each
+        self.data, self.rows = (idf[cols] * (tf / (norm + tf)) * scale[cols])[order], rows[order]
+        self.ptr = np.concatenate([[0], np.cumsum(self.df)])
+
+# %% ../nbs/api/07_fts.ipynb #a36df785
+@patch_to(_OkapiMatrix)
+def get_scores(self, tokens:list[str]) -> np.ndarray:
+    "Every passage's score: its entries in the columns of `tokens`, added in the tokens' order (0 for unknown ones)."
+    cols = [slice(self.ptr[j], self.ptr[j + 1]) for t in tokens if (j := self.vocab.get(t)) is not None]
+    s = np.zeros(self.n)
+    if cols: np.add.at(s, np.concatenate([self.rows[c] for c in cols]), np.concatenate([self.data[c] for c in cols]))
+    return s
 
 # %% ../nbs/api/07_fts.ipynb #8c94e834
 class BM25Retriever(Retriever):
-    "Okapi BM25 over lower-cased word tokens, with rank-bm25 or bm25s as the engine."
+    "Okapi BM25 over word tokens, with rank-bm25 or the `bm25s` matrix as the engine."
     name = 'bm25'
     def __init__(self, passages:Sequence[str],  # the collection to search
-                 backend:str='rank_bm25',       # 'rank_bm25' (reference) or 'bm25s' (faster, same scores)
-                 k1:float=1.5,                  # term-frequency saturation
-                 b:float=0.75,                  # length normalisation
-                 epsilon:float=0.25,            # negative IDFs become epsilon × the mean IDF
+                 backend:str='rank_bm25',       # 'rank_bm25' (reference) or 'bm25s' (its matrix, computed here: faster)
+                 k1:float=BM25_PARAMS['k1'],    # term-frequency saturation
+                 b:float=BM25_PARAMS['b'],      # length normalisation
+                 epsilon:float=BM25_PARAMS['epsilon'], # negative IDFs become epsilon × the mean IDF
                  tokenizer:Callable[[str], list[str]]=tokenize): # text -> tokens, for passages and queries
         super().__init__(passages)
         if backend not in BM25_BACKENDS:
             raise ValueError(f"Unknown BM25 backend {backend!r}; choose from {', '.join(BM25_BACKENDS)}")
         if not self.passages: raise ValueError("BM25 needs at least one passage")
+        docs = [tokenizer(p) for p in self.passages]
+        if not any(docs): raise ValueError("BM25 needs a passage with at least one token")
         self.backend, self.k1, self.b, self.epsilon, self.tokenizer = backend, k1, b, epsilon, tokenizer
-        index = _rank_bm25_index if backend == 'rank_bm25' else _bm25s_index
-        self.engine = index([tokenizer(p) for p in self.passages], k1, b, epsilon)
+        self.engine = (_rank_bm25_index if backend == 'rank_bm25' else _OkapiMatrix)(docs, k1, b, epsilon)
 
 # %% ../nbs/api/07_fts.ipynb #e9eb730c
 @patch_to(BM25Retriever)
 def scores(self, queries:list[str]) -> Iterable[np.ndarray]:
     "BM25 score of every passage for each query."
-    for q in queries:
-        toks = self.tokenizer(q)
-        if self.backend == 'rank_bm25': yield self.engine.get_scores(toks)
-        elif ids := self.engine.get_tokens_ids(toks): yield self.engine.get_scores_from_ids(ids)
-        else: yield np.zeros(len(self))
+    for q in queries: yield self.engine.get_scores(self.tokenizer(q))
 
 # %% ../nbs/api/07_fts.ipynb #a08d8ff8
 @patch_to(BM25Retriever)
