@@ -4,101 +4,18 @@
 
 # %% ../nbs/api/19_datasets.ipynb #0b39314e
 from __future__ import annotations
-import gzip, json, warnings, zlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
-from .core import atomic_write, positive_int
+from .core import atomic_write
+from .textfiles import FormatError, _checked, _no_file, _warn_unknown, iter_jsonl, iter_lines
+from .tsv_files import _expected_qrels, _tsv_queries, _tsv_records
+from .irds import _irds_part, _irds_qrels, _irds_records, _irds_split, _is_irds, _named
 
 # %% auto #0
-__all__ = ['FormatError', 'iter_lines', 'iter_jsonl', 'iter_corpus', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset',
-           'write_qrels', 'write_dataset', 'dataset_files', 'load_dataset', 'corpus_file', 'irds_dataset']
-
-# %% ../nbs/api/19_datasets.ipynb #caf55795
-class FormatError(ValueError):
-    "A dataset file that cannot be read; the message names the file, the line and what is wrong."
-
-# %% ../nbs/api/19_datasets.ipynb #d0132efe
-def _is_irds(x) -> bool:
-    "Whether `x` is `irds:<id>` or an object with `docs_iter`, `queries_iter` or `qrels_iter` (ir_datasets')."
-    if isinstance(x, (str, Path)): return isinstance(x, str) and x.startswith('irds:')
-    return any(hasattr(x, a) for a in ('docs_iter', 'queries_iter', 'qrels_iter'))
-
-# %% ../nbs/api/19_datasets.ipynb #0b3c325d
-def _named(x) -> str|Path:
-    "A source as messages name it: a path, `irds:<id>`, or an ir_datasets object's class (a registered one's id)."
-    if not _is_irds(x) or isinstance(x, str): return x
-    i = x.dataset_id() if callable(getattr(x, 'dataset_id', None)) else None
-    return f"irds:{i}" if i else f"an ir_datasets {type(x).__name__} without an id"
-
-# %% ../nbs/api/19_datasets.ipynb #3a59f65b
-def _no_file(path:Path, what:str='file') -> Exception:
-    "The error for a `path` that is no regular file."
-    if not path.exists(): return FileNotFoundError(f"{path}: no such {what}")
-    return ValueError(f"{path}: a pipe or a device, not a regular file; save it to a file first")
-
-def _open_bytes(path:Path):
-    "`path` opened for reading bytes, through gzip when it ends in `.gz`."
-    if path.is_dir(): raise FileNotFoundError(f"{path}: is a folder, not a file")
-    if not path.is_file(): raise _no_file(path)
-    return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
-
-# %% ../nbs/api/19_datasets.ipynb #0f8e1a57
-def iter_lines(path:str|Path, # a UTF-8 text file, optionally gzipped
-               size:int=1<<22 # bytes read at a time (a longer line is read whole)
-              ) -> Iterator[tuple[int, str]]:
-    "(line number, line) for each line of `path`, streamed; a line that is not UTF-8 is a `FormatError` naming it."
-    path, n, rest, size = Path(path), 1, [], positive_int(size, 'size')
-    with _open_bytes(path) as f:
-        while True:
-            try: data = f.read1(size)  # one read: a .gz fails after the lines before its damage
-            except (OSError, EOFError, zlib.error) as e:
-                raise FormatError(f"{path}, line {n}: cannot be read ({type(e).__name__}: {e})") from None
-            cut = data.rfind(b'\n') + 1  # at the end (no data), the rest is the last line
-            if data and not cut: rest.append(data); continue  # no line ends yet
-            block = b''.join(rest + [data[:cut]]); rest = [data[cut:]]
-            if block: lines = _decoded(block, path, n); yield from enumerate(lines, n); n += len(lines)
-            if not data: return
-
-def _decoded(block:bytes, path:Path, n:int) -> list[str]:
-    "The lines of `block` (whole lines, the first numbered `n`), decoded; the first not UTF-8 is named."
-    if n == 1 and block.startswith(b'\xef\xbb\xbf'): block = block[3:]  # a byte-order mark
-    try: text = block.decode('utf-8')
-    except UnicodeDecodeError as e:
-        start = block.rfind(b'\n', 0, e.start) + 1; line = n + block.count(b'\n', 0, start)
-        raise FormatError(f"{path}, line {line}: not UTF-8 text "
-                          f"({e.reason} at byte {e.start - start})") from None
-    lines = text.split('\n')
-    if text.endswith('\n'): lines.pop()
-    return [l.rstrip('\r') for l in lines] if '\r' in text else lines
-
-
-# %% ../nbs/api/19_datasets.ipynb #8c4d69bb
-def iter_jsonl(path:str|Path # a JSON-lines file, optionally gzipped
-              ) -> Iterator[tuple[int, dict]]:
-    "(line number, object) for each non-blank line of a JSON-lines file, streamed."
-    for n, line in iter_lines(path):
-        if not line.strip(): continue
-        try: obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise FormatError(f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
-        except RecursionError: raise FormatError(f"{path}, line {n}: JSON nested too deep") from None
-        if not isinstance(obj, dict):
-            raise FormatError(f"{path}, line {n}: expected a JSON object, got {type(obj).__name__}")
-        yield n, obj
-
-# %% ../nbs/api/19_datasets.ipynb #f7fc6611
-def _checked(i:str, text:str, kind:str, path, n:int, seen:dict, unit:str='line') -> str:
-    "Id `i` of record `n` of `path`, checked: not empty, no whitespace, not in `seen` (id -> n), no lone surrogate."
-    where = f"{path}, {unit} {n}"
-    if not i: raise FormatError(f"{where}: no {kind} id")
-    if i.split() != [i]: raise FormatError(f"{where}: {kind} id {i!r} holds whitespace")  # as isspace() says
-    if i in seen: raise FormatError(f"{where}: duplicate {kind} id {i!r} (first on {unit} {seen[i]})")
-    try: (i + text).encode('utf-8')
-    except UnicodeEncodeError:
-        raise FormatError(f"{where}: {kind} {i!r} holds a lone surrogate (\\ud800-\\udfff), not text") from None
-    seen[i] = n
-    return i
+__all__ = ['iter_corpus', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset', 'write_qrels', 'write_dataset', 'dataset_files',
+           'load_dataset', 'corpus_file']
 
 # %% ../nbs/api/19_datasets.ipynb #808c24c3
 def _records(path:str|Path, kind:str) -> Iterator[tuple[str, dict]]:
@@ -111,16 +28,6 @@ def _records(path:str|Path, kind:str) -> Iterator[tuple[str, dict]]:
         if not isinstance(o.get('text'), str): raise FormatError(f"{where}: {kind} {str(i)!r} has no 'text' string")
         title = o['title'] if isinstance(o.get('title'), str) else ''
         yield _checked(str(i), o['text'] + title, kind, path, n, seen), o
-
-# %% ../nbs/api/19_datasets.ipynb #79e8b041
-def _tsv_records(path, kind:str, lines=None) -> Iterator[tuple[str, str]]:
-    "(id, text) of each `id<TAB>text` line of `path` (its `lines` if read already), checked as JSON records are."
-    seen = {}
-    for n, line in (iter_lines(path) if lines is None else lines):
-        if not line.strip(): continue
-        i, tab, text = line.partition('\t')
-        if not tab: raise FormatError(f"{path}, line {n}: expected {kind} id<TAB>text, got {line[:40]!r}")
-        yield _checked(i, text, kind, path, n, seen), text
 
 # %% ../nbs/api/19_datasets.ipynb #7a6693ee
 def iter_corpus(path:str|Path # corpus.jsonl, passages.jl, collection.tsv (optionally .gz), or `irds:<id>`
@@ -205,11 +112,6 @@ def _tsv_qrels(path) -> tuple[dict[str, dict[str, int]], dict]:
             raise FormatError(f"{path}, line {n}: {q!r}/{d!r} judged {r}, but {qrels[q][d]} on line {first[q, d]}")
         first.setdefault((q, d), n); qrels.setdefault(q, {})[d] = r
     return qrels, {p: f'on line {n}' for p, n in first.items()}
-
-# %% ../nbs/api/19_datasets.ipynb #6382c7bb
-def _warn_unknown(path, unknown:list, what:str, consequence:str):
-    "One warning counting the `unknown` entries of `path`, and what becomes of them."
-    if unknown: warnings.warn(f"{path}: {len(unknown)} {what} (first: {unknown[0]}); {consequence}", stacklevel=3)
 
 # %% ../nbs/api/19_datasets.ipynb #29eac4fd
 def read_qrels(path:str|Path,        # qrels/<split>.tsv, pairs.tsv, expected.tsv, TREC, .json, or `irds:<id>`
@@ -322,93 +224,3 @@ def corpus_file(corpus:str|Path # a corpus file, a dataset folder of any layout,
     if p.is_dir(): return dataset_files(p, queries=False)[1]
     if not p.is_file(): raise _no_file(p, 'corpus file or dataset folder')
     return p
-
-# %% ../nbs/api/19_datasets.ipynb #67dd7c25
-def _in_tsv(path, lines) -> dict[str, str]:
-    "Line number -> question of PolEval 2022's `in.tsv` (`set<TAB>text` per line)."
-    qs = {}
-    for n, line in lines:
-        _, tab, text = line.partition('\t')
-        if not (tab and text.strip()):
-            raise FormatError(f"{path}, line {n}: expected set<TAB>question (PolEval 2022's in.tsv), got {line[:40]!r}")
-        qs[str(n)] = text.strip()
-    return qs
-
-# %% ../nbs/api/19_datasets.ipynb #291411d5
-def _tsv_layout(path, lines:list) -> str:
-    "'msmarco' or 'poleval2022': the layout of a TSV queries file, from its first column and its name."
-    first, name = [l.partition('\t')[0].strip() for _, l in lines if l.strip()], Path(path).name.lower()
-    if first and all(f.isascii() and f.isdigit() for f in first): return 'msmarco'  # MS MARCO's ids are numbers
-    if name in ('in.tsv', 'in.tsv.gz'): return 'poleval2022'
-    if name.startswith('queries'): return 'msmarco'
-    if len(set(first)) < len(first): return 'poleval2022'  # a set name repeats, an id never does
-    raise FormatError(f"{path}: is its first column the query id (MS MARCO) or a set name, the ids being line numbers "
-                      f"(PolEval 2022's in.tsv)? pass `layout='msmarco'` or `layout='poleval2022'`, or name the file "
-                      f"queries.tsv or in.tsv")
-
-# %% ../nbs/api/19_datasets.ipynb #bb021b3c
-def _tsv_queries(path, layout:str|None) -> dict[str, str]:
-    "The queries of a TSV file in `layout` (None: as `_tsv_layout` says)."
-    lines = list(iter_lines(path))
-    if (layout or _tsv_layout(path, lines)) == 'msmarco': return dict(_tsv_records(path, 'query', lines))
-    return _in_tsv(path, lines)
-
-# %% ../nbs/api/19_datasets.ipynb #033612ad
-def _expected_qrels(path) -> tuple[dict[str, dict[str, int]], dict]:
-    "The binary judgements of PolEval 2022's `expected.tsv` (line n: question n's relevant passages), and their lines."
-    qrels, where, empty = {}, {}, []
-    for n, line in iter_lines(path):
-        if not (ids := [d.strip() for d in line.split('\t') if d.strip()]): empty.append(f'line {n}'); continue
-        qrels[str(n)] = dict.fromkeys(ids, 1)
-        where.update({(str(n), d): f'on line {n}' for d in ids})
-    _warn_unknown(path, empty, "lines name no passage", "their questions are not judged and the means leave them out")
-    return qrels, where
-
-# %% ../nbs/api/19_datasets.ipynb #0c6027c8
-def irds_dataset(source # `irds:<id>`, or an ir_datasets dataset (returned as it is)
-                ):
-    "The ir_datasets dataset `source` names, loaded by `ir_datasets.load` from its id."
-    if not isinstance(source, str): return source
-    try: import ir_datasets
-    except ImportError: raise ImportError(f"{source}: ir_datasets is not installed; "
-                                          "pip install 'fastbook_bench[interop]'") from None
-    try: return ir_datasets.load(source[len('irds:'):])
-    except KeyError: raise ValueError(f"{source}: no such dataset in ir_datasets {ir_datasets.__version__} "
-                                      "(its ids: https://ir-datasets.com)") from None
-
-# %% ../nbs/api/19_datasets.ipynb #5623958d
-def _irds_part(source, it:str, what:str):
-    "The iterator method `it` of the dataset `source` names, or an error saying it has no `what`."
-    if not hasattr(ds := irds_dataset(source), it): raise ValueError(f"{_named(source)}: has no {what} (no `{it}`)")
-    return getattr(ds, it)
-
-# %% ../nbs/api/19_datasets.ipynb #cade7eae
-def _irds_split(source, split:str):
-    "`source`; a `split` is refused: an ir_datasets id names its own."
-    if split != 'test': raise ValueError(f"`split` {split!r}: an ir_datasets id names its split")
-    return source
-
-# %% ../nbs/api/19_datasets.ipynb #fc78cb66
-def _irds_records(source, kind:str) -> Iterator[tuple[str, str]]:
-    "(id, text) of the documents or queries of an ir_datasets dataset, checked."
-    it, key = ('docs_iter', 'doc_id') if kind == 'document' else ('queries_iter', 'query_id')
-    seen, name = {}, _named(source)
-    for n, r in enumerate(_irds_part(source, it, f'{kind} records')(), 1):
-        t, title = getattr(r, 'text', None), getattr(r, 'title', None) if kind == 'document' else None
-        if not isinstance(t, str): t = r.default_text() if callable(getattr(r, 'default_text', None)) else None
-        elif isinstance(title, str) and title.strip(): t = f"{title} {t}"
-        if not isinstance(t, str): raise FormatError(f"{name}, record {n}: a {kind} without a `text` string")
-        yield _checked(str(getattr(r, key, '')), t, kind, name, n, seen, 'record'), t
-
-# %% ../nbs/api/19_datasets.ipynb #9b36de56
-def _irds_qrels(source) -> tuple[dict[str, dict[str, int]], dict]:
-    "The judgements of an ir_datasets dataset (`qrels_iter`), checked as a file's are, and where each is."
-    qrels, first, name = {}, {}, _named(source)
-    for n, r in enumerate(_irds_part(source, 'qrels_iter', 'judgements')(), 1):
-        q, d, g = str(r.query_id), str(r.doc_id), r.relevance
-        if isinstance(g, (bool, str)) or not float(g).is_integer():
-            raise FormatError(f"{name}, judgement {n}: relevance {g!r} is not an integer")
-        if (q, d) in first and qrels[q][d] != int(g):
-            raise FormatError(f"{name}, judgement {n}: {q!r}/{d!r} judged {int(g)}, but {qrels[q][d]} in {first[q, d]}")
-        first.setdefault((q, d), n); qrels.setdefault(q, {})[d] = int(g)
-    return qrels, {p: f'of query {p[0]!r}' for p in first}
