@@ -93,7 +93,7 @@ def step_shards(a) -> dict:
                 peak_rss_mb=round(peak_mb()), disk_gb=round(size / 1e9, 3))
 
 def step_exact(a) -> dict:
-    from fastbook_bench.shards import search_shards
+    from fastbook_bench.shard_search import search_shards
     q = query_vectors(a); t = time.perf_counter()
     res = search_shards(Path(a.dir)/'vectors', q, 10, block=a.block, threads=a.threads)
     s = time.perf_counter() - t
@@ -102,13 +102,13 @@ def step_exact(a) -> dict:
                 queries_per_s=round(len(q) / s, 1), peak_rss_mb=round(peak_mb()))
 
 def step_faiss(a) -> dict:
-    from fastbook_bench.shards import faiss_index
+    from fastbook_bench.faiss_shards import faiss_index
     t = time.perf_counter(); fn = faiss_index(Path(a.dir)/'vectors', factory=a.factory)
     return dict(step='faiss', factory=a.factory or 'default', seconds=round(time.perf_counter() - t, 1),
                 peak_rss_mb=round(peak_mb()), index_mb=round(fn.stat().st_size / 1e6, 1))
 
 def step_faiss_search(a) -> dict:
-    from fastbook_bench.shards import faiss_search, recall_at_k
+    from fastbook_bench.faiss_shards import faiss_search, recall_at_k
     q, exact = query_vectors(a), json.loads((Path(a.dir)/'exact.json').read_text())
     index_mb = (Path(a.dir)/'vectors'/'faiss.index').stat().st_size / 2**20
     out = dict(step='faiss_search', nprobe=a.nprobe, index_mb=round(index_mb, 1),

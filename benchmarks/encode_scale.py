@@ -31,8 +31,8 @@ def passages(a) -> list[str]:
 
 def encode(a, engine, folder) -> dict:
     "Encode the passages into `folder` with `engine`; the timings."
-    from fastbook_bench.engines import EncoderSpec
-    from fastbook_bench.shards import encode_shards, read_listing, sentence_encoder
+    from fastbook_bench.engines import EncoderSpec, sentence_encoder
+    from fastbook_bench.shards import encode_shards, read_listing
     texts, t0 = passages(a), time.perf_counter()
     done = sum(s['stop'] - s['start'] for s in (read_listing(folder) or {'shards': []})['shards'])  # when resuming
     enc, settings = engine.encoder(EncoderSpec(sentence_encoder, dict(model='bundled')))

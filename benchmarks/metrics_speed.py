@@ -29,7 +29,8 @@ import argparse, gc, importlib.util, shutil, statistics, subprocess, sys, tempfi
 from pathlib import Path
 import numpy as np
 import pytrec_eval
-from fastbook_bench.metrics import evaluate, trec_order
+from fastbook_bench.metrics import evaluate
+from fastbook_bench.measures import trec_order
 
 METRICS = ['ndcg@10', 'mrr@10', 'recall@100', 'map@1000']
 TREC = {'ndcg@10': 'ndcg_cut_10', 'recall@100': 'recall_100', 'map@1000': 'map_cut_1000'}
@@ -118,7 +119,7 @@ def timed_command(cmd:list, repeat:int) -> tuple[float, str]:
 
 def from_files(trec_eval:str, qrels:dict, run:dict, repeat:int) -> dict:
     "trec_eval against `evaluate_files` and `fastbook-bench eval` on the same TREC files: `{name: seconds}`."
-    from fastbook_bench.bench import evaluate_files   # the file readers and their imports, only when asked
+    from fastbook_bench.run_eval import evaluate_files   # the file readers and their imports, only when asked
     folder = Path(tempfile.mkdtemp(prefix='metrics_speed_'))
     try:
         t0 = time.perf_counter(); q, r = write_trec(qrels, run, folder)

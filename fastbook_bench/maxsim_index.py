@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 import numpy as np
 from fastcore.basics import chunked, patch_to
-from .core import inside, load_array
-from .index import INDEX_KINDS, IndexKind
+from .checks import inside, load_array
+from .index import IndexKind
 from .maxsim import MaxSimEncoder, count_pieces, maxsim_scores
 from .methods import BuildOptions
 from .models import encoding_key, module_fingerprint, offline
@@ -21,10 +21,10 @@ from .shards import encode_shards, iter_shards, read_listing
 from .vector_index import staging_folder
 
 # %% auto #0
-__all__ = ['SHARD_ROWS', 'token_shards', 'MaxSimSearcher']
+__all__ = ['MAXSIM_SHARD_ROWS', 'INDEX_KIND', 'token_shards', 'MaxSimSearcher']
 
 # %% ../nbs/api/34_maxsim_index.ipynb #fc863c47
-SHARD_ROWS = 1024 # passages per shard of a maxsim index (default)
+MAXSIM_SHARD_ROWS = 1024 # passages per shard of a maxsim index, unless the build's `shard_rows` says otherwise
 
 # %% ../nbs/api/34_maxsim_index.ipynb #dba2894c
 def _counted(texts:Iterable[str], enc:MaxSimEncoder, df:Counter, batch:int=1024) -> Iterator[str]:
@@ -35,14 +35,14 @@ def _counted(texts:Iterable[str], enc:MaxSimEncoder, df:Counter, batch:int=1024)
 
 # %% ../nbs/api/34_maxsim_index.ipynb #5c3113e6
 def _maxsim_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool, *, window:int=32,
-                  weights:str='all', batch_size:int=64, shard_rows:int=SHARD_ROWS) -> dict:
+                  weights:str='all', batch_size:int=64, shard_rows:int=MAXSIM_SHARD_ROWS) -> dict:
     "Encode the streamed `texts` into `folder/vectors`, resuming a killed build; count the pieces; the settings."
     with offline(options.offline): enc = MaxSimEncoder(options.model, window, weights, batch_size)
     settings = dict(model=enc.model, model_fingerprint=module_fingerprint(enc.bert), window=window,
                     batch_size=batch_size, encoding=encoding_key(enc.bert, batch_size), shard_rows=shard_rows,
                     dtype='float16')
     df = Counter(); texts = _counted(texts, enc, df); first = list(islice(texts, shard_rows))
-    staging = staging_folder(folder, settings, first)
+    staging = staging_folder(folder, settings, first, shard_rows)
     encode = lambda ts: enc.encode_passages(enc.token_ids(ts))
     encode_shards(chain(first, texts), staging, encode, settings=settings, shard_size=shard_rows, progress=progress)
     os.replace(staging, folder/'vectors')
@@ -96,8 +96,8 @@ def search(self, queries:list[str], k:int) -> list[list[tuple[int, float]]]:
     return [[(int(r), float(s)) for r, s in zip(*bq)] for bq in best]
 
 # %% ../nbs/api/34_maxsim_index.ipynb #03e7f92b
-INDEX_KINDS['maxsim'] = IndexKind('maxsim', _maxsim_build, MaxSimSearcher,
-                                  build_options=('window', 'weights', 'batch_size', 'shard_rows'),
-                                  search_options=('window', 'weights'),
-                                  files=('document_frequencies.npy', 'vectors/shards.json'),
-                                  layout=2)  # 1: windows encoded in batches (0.1.0 and before)
+INDEX_KIND = IndexKind('maxsim', _maxsim_build, MaxSimSearcher,
+                       build_options=('window', 'weights', 'batch_size', 'shard_rows'),
+                       search_options=('window', 'weights'),
+                       files=('document_frequencies.npy', 'vectors/shards.json'),
+                       layout=2)  # 1: windows encoded in batches (0.1.0 and before)

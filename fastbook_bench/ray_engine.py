@@ -12,11 +12,11 @@ from typing import Iterable, Iterator
 import numpy as np
 from fastcore.basics import patch
 from .engines import EncoderSpec, require_ray
-from .shards import iter_shards, merge_top_k, read_listing, search_shards
+from .shards import iter_shards, read_listing
+from .shard_search import merge_top_k, search_shards
 try: import ray  # the scale extra: without it this module still imports, and `_start_ray` says what to install
 except ImportError: ray = None
-from .core import _SAID, HeldDir, renamed, say_once
-__getattr__ = renamed(__name__, ['start_ray'])
+from .core import _SAID, HeldDir, say_once
 
 # %% auto #0
 __all__ = ['ShardEncoder', 'RayEncoder', 'RayEngine']

@@ -8,28 +8,29 @@ import json, os, re
 from itertools import chain, islice
 from pathlib import Path
 from typing import Iterable
-from .core import fingerprint, positive_int, renamed
-from .index import INDEX_KINDS, IndexKind
+from .core import fingerprint
+from .checks import positive_int
+from .index import IndexKind
 from .methods import BuildOptions
 from .models import offline, require_neural
-from .engines import EncoderSpec, LocalEngine
-from .shards import (default_factory, encode_shards, faiss_index, faiss_recall, faiss_search, read_listing,
-                                   sample_vectors, sentence_encoder)
-__getattr__ = renamed(__name__, ['faiss_report'])
+from .shards import encode_shards, read_listing
+from .faiss_shards import default_factory, faiss_index, faiss_recall, faiss_search, sample_vectors
+from .engines import EncoderSpec, LocalEngine, sentence_encoder
 
 # %% auto #0
-__all__ = ['SHARD_ROWS', 'FAISS_SAMPLE', 'staging_folder', 'VectorSearcher']
+__all__ = ['VECTOR_SHARD_ROWS', 'FAISS_SAMPLE', 'INDEX_KIND', 'staging_folder', 'VectorSearcher']
 
 # %% ../nbs/api/33_vector_index.ipynb #94cd0db4
-SHARD_ROWS = 2048 # passages per shard of a single_vector index
+VECTOR_SHARD_ROWS = 2048 # passages per shard of every single_vector index (not a build option)
 
 # %% ../nbs/api/33_vector_index.ipynb #859971d2
-def staging_folder(folder:Path,    # the folder an index is being built in
-                   settings:dict,  # the encoder's settings (`sentence_encoder`)
-                   first:list[str] # the texts of the first shard
+def staging_folder(folder:Path,     # the folder an index is being built in
+                   settings:dict,   # the encoder's settings (`sentence_encoder`)
+                   first:list[str], # the texts of the first shard
+                   shard_rows:int   # passages per shard
                   ) -> Path:
     "The folder in the staging `folder` where the shards of this model and corpus are encoded, kept for a rerun."
-    return folder/f"vectors-{fingerprint(json.dumps(settings, sort_keys=True), str(SHARD_ROWS), first)[:16]}.partial"
+    return folder/f"vectors-{fingerprint(json.dumps(settings, sort_keys=True), str(shard_rows), first)[:16]}.partial"
 
 # %% ../nbs/api/33_vector_index.ipynb #76e70e09
 def _faiss_option(faiss:bool|str|None, encode) -> bool|str:
@@ -71,10 +72,11 @@ def _vectors_build(texts:Iterable[str], folder:Path, options:BuildOptions, progr
     spec = EncoderSpec(sentence_encoder, dict(model=options.model), offline=options.offline)
     encode, settings = (engine or LocalEngine()).encoder(spec)
     faiss = _faiss_option(faiss, encode)
-    texts = iter(texts); first = list(islice(texts, SHARD_ROWS))
-    staging = staging_folder(folder, settings, first)
-    encode_shards(chain(first, texts), staging, encode, settings=settings, shard_size=SHARD_ROWS, progress=progress)
-    out = dict(settings, shard_rows=SHARD_ROWS, dtype='float32', search='exact, streamed over the shards')
+    texts = iter(texts); first = list(islice(texts, VECTOR_SHARD_ROWS))
+    staging = staging_folder(folder, settings, first, VECTOR_SHARD_ROWS)
+    encode_shards(chain(first, texts), staging, encode, settings=settings, shard_size=VECTOR_SHARD_ROWS,
+                  progress=progress)
+    out = dict(settings, shard_rows=VECTOR_SHARD_ROWS, dtype='float32', search='exact, streamed over the shards')
     if faiss: out.update(search='faiss, the shortlist reranked exactly', faiss=_faiss_report(staging, faiss))
     os.replace(staging, folder/'vectors')  # after faiss: a faiss that fails leaves the encoding to resume from
     return out
@@ -102,7 +104,7 @@ class VectorSearcher:
         return self.engine.search(self.vectors, q, k)
 
 # %% ../nbs/api/33_vector_index.ipynb #73409a64
-INDEX_KINDS['single_vector'] = IndexKind('single_vector', _vectors_build, VectorSearcher, build_options=('faiss',),
-                                         search_options=('nprobe', 'exact'), engines=('local', 'ray'),
-                                         files=('vectors/shards.json',),
-                                         layout=2)  # 1: vectors encoded in batches (0.1.0 and before)
+INDEX_KIND = IndexKind('single_vector', _vectors_build, VectorSearcher, build_options=('faiss',),
+                       search_options=('nprobe', 'exact'), engines=('local', 'ray'),
+                       files=('vectors/shards.json',),
+                       layout=2)  # 1: vectors encoded in batches (0.1.0 and before)
