@@ -9,13 +9,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from fastcore.meta import delegates
 from . import __version__
-from .core import return_freed_memory, split_list
+from .core import return_freed_memory
+from .checks import split_list
 from .flags import call_with_groups, command_params, flag_parser, params, quiet_pipe, spell_flags, usage
 from .methods import BuildOptions
 
 # %% auto #0
-__all__ = ['COMMANDS', 'GROUPS', 'run_cli', 'run', 'ceiling', 'search', 'index', 'verify', 'eval_cmd', 'build_eval_set_cmd',
-           'chunking', 'main']
+__all__ = ['COMMANDS', 'GROUPS', 'MODES', 'run_cli', 'run', 'ceiling', 'search', 'index', 'verify', 'eval_cmd',
+           'build_eval_set_cmd', 'chunking', 'main']
 
 # %% ../nbs/api/36_cli.ipynb #dbb6e8d6
 def run_cli(*argv:str) -> tuple[int, str, str]:
@@ -26,25 +27,25 @@ def run_cli(*argv:str) -> tuple[int, str, str]:
     return rc, o.getvalue(), e.getvalue()
 
 # %% ../nbs/api/36_cli.ipynb #a42b0b17
-def _options(model:str=None,         # single_vector and maxsim model: hub id, folder or 'bundled' (default: bge-small)
-             colbert_model:str=None, # colbert model: hub id, folder or 'bundled' (default: answerai-colbert-small-v1)
-             offline:bool=False,     # use the bundled models for the defaults, without trying the model hub
-             cache:bool=True,        # use the user cache (chunks, encodings)
-             progress:bool=True      # show progress bars (on a terminal only)
+def _options(model:str|None=None, # single_vector, maxsim model: hub id, folder, 'bundled' (default: bge-small)
+             colbert_model:str|None=None, # colbert: hub id, folder or 'bundled' (default: answerai-colbert-small-v1)
+             offline:bool=False, # bundled models for the defaults, without the model hub
+             cache:bool=True, # use the user cache (chunks, encodings)
+             progress:bool=True # show progress bars (on a terminal only)
             ) -> BuildOptions:
-    "The `BuildOptions` that a command's model, cache and progress options describe."
+    "The `BuildOptions` that the model, cache and progress flags describe."
     bars = progress and sys.stderr.isatty()  # no bars left over in piped or logged output
     return BuildOptions(model=model, colbert_model=colbert_model, offline=offline, cache=cache, progress=bars)
 
 # %% ../nbs/api/36_cli.ipynb #9f914271
 def run(*,
-        methods:str=None,     # comma-separated: fts5, bm25, single_vector, colbert, maxsim, hybrid, rrf:A+B, fuse:A+B
+        methods:str|None=None, # comma-separated: fts5, bm25, single_vector, colbert, maxsim, hybrid, rrf:A+B...
         chunk_size:str='500', # chunk size(s) in tokens, comma-separated
-        k:int=10,             # passages retrieved and scored per question
-        data:str=None,        # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)
+        k:int=10, # passages retrieved and scored per question
+        data:str|None=None, # data folder (default: $FASTBOOK_BENCH_DATA, the user cache, or download)
         out:str='fastbook-bench-results', # folder for summary.csv and per_question.csv
-        plots:bool=False,     # also save PNG plots in --out
-        options:BuildOptions=None):
+        plots:bool=False, # also save PNG plots in --out
+        options:BuildOptions|None=None):
     "Run fastbook-benchmark: chunk the chapters, search each question in its chapter, score, print and save."
     from fastbook_bench.bench import run_benchmark
     t0 = time.perf_counter()
@@ -56,35 +57,36 @@ def run(*,
 # %% ../nbs/api/36_cli.ipynb #4aff9478
 def ceiling(*,
             chunk_size:str='500', # chunk size(s) in tokens, comma-separated
-            k:int=10,             # cutoff
-            data:str=None):       # data folder (default: $FASTBOOK_BENCH_DATA, else the user cache, else download)
+            k:int=10, # cutoff
+            data:str|None=None): # data folder (default: $FASTBOOK_BENCH_DATA, the user cache, or download)
     "Print the best MRR@k and Recall@k any retriever could reach on the chunks of each size."
     from fastbook_bench.ceiling import ceiling_summary
     print(ceiling_summary(chunk_size, k=k, data=data))
 
 # %% ../nbs/api/36_cli.ipynb #47684f98
-def _run_file(queries:str=None,   # queries file (default: the corpus folder's; required with --index)
-              k:int=10,           # passages per query
+def _run_file(queries:str|None=None, # queries file (default: the corpus folder's; required with --index)
+              k:int=10, # passages per query
               out:str='run.trec', # file to write
-              format:str='trec',  # 'trec' (a run file) or 'poleval' (a submission: k ids a question)
-              qrels:str=None,     # judgements to score the run (default: the corpus folder's, if any)
-              options:BuildOptions=None) -> dict:
-    "The arguments both paths of `search` pass on: the queries, the run written and how it is scored."
+              format:str='trec', # 'trec' (a run file) or 'poleval' (a submission: k ids a question)
+              qrels:str|None=None, # judgements to score the run (default: the corpus folder's, if any)
+              options:BuildOptions|None=None) -> dict:
+    "What both paths of `search` pass on: the queries, the run written, how it is scored."
     return dict(queries=queries, k=k, out=out, format=format, qrels=qrels, options=options or _options())
 
-# %% ../nbs/api/36_cli.ipynb #a26f6c58
+# %% ../nbs/api/36_cli.ipynb #c1a5d003
 def _given(**options) -> dict:
-    "The options given: those not None, and flags that are set (an index kind's options reach it only when given)."
+    "The options given: not None, and switches set (an index kind takes only those given)."
     return {k: v for k, v in options.items() if v is not None and v is not False}
 
+# %% ../nbs/api/36_cli.ipynb #a26f6c58
 @delegates(_run_file)
 def _search_corpus(*,
-                   corpus:str,        # a corpus file or folder (BEIR, PolEval, MS MARCO), or irds:<id> (ir_datasets)
+                   corpus:str, # a corpus file or folder (BEIR, PolEval, MS MARCO), or irds:<id> (ir_datasets)
                    method:str='bm25', # a method as in `run` or a fusion, e.g. rrf:bm25+maxsim
-                   split:str='test',  # which judgements of a BEIR folder
+                   split:str='test', # which judgements of a BEIR folder
                    **kwargs) -> dict:
     "`search --corpus`: one method over a collection read whole (`search_dataset`)."
-    from fastbook_bench.bench import search_dataset
+    from fastbook_bench.search import search_dataset
     a = _run_file(**kwargs)
     a['options'] = dataclasses.replace(a['options'], bm25_backend='bm25s')  # same scores, faster on large corpora
     return search_dataset(corpus, method=method, split=split, **a)
@@ -92,53 +94,52 @@ def _search_corpus(*,
 # %% ../nbs/api/36_cli.ipynb #0f3b944e
 @delegates(_run_file)
 def _search_index(*,
-                  index:str,          # an index folder (`fastbook-bench index`)
-                  method:str=None,    # the method expected (default: the index's own)
+                  index:str, # an index folder (`fastbook-bench index`)
+                  method:str|None=None, # the method expected (default: the index's own)
                   engine:str='local', # where it searches: 'local' or 'ray'
-                  ray_address:str=None, # --engine ray: a running cluster (default: start one)
-                  window:int=None,    # maxsim: its build's window (checked)
-                  weights:str=None,   # maxsim: its build's query weights (checked)
-                  nprobe:int=None,    # faiss: IVF lists scanned per query (default: 16)
-                  exact:bool=False,   # faiss: search the vectors exactly instead
+                  ray_address:str|None=None, # --engine ray: a running cluster (default: start one)
+                  window:int|None=None, # maxsim: its build's window (checked)
+                  weights:str|None=None, # maxsim: its build's query weights (checked)
+                  nprobe:int|None=None, # faiss: IVF lists scanned per query (default: 16)
+                  exact:bool=False, # faiss: search the vectors exactly instead
                   **kwargs) -> dict:
     "`search --index`: an index built by `index` (`search_index`), with its kind's options."
     if kwargs.get('queries') is None: raise ValueError("--queries is required with --index")
-    from fastbook_bench.index import search_index
+    from fastbook_bench.search import search_index
     kind = _given(window=window, weights=weights, nprobe=nprobe, exact=exact)
     return search_index(index, method=method, engine=engine, ray_address=ray_address, **_run_file(**kwargs), **kind)
 
 # %% ../nbs/api/36_cli.ipynb #08ddbc83
 def _report_search(r:dict, method:str|None, out:str, secs:float):
-    "What `search` prints: what was searched and written, then the metrics when the run was judged."
+    "What `search` prints: what it searched and wrote, then the metrics of a judged run."
     method = r.get('method', method or 'bm25')
     print(f"Searched {r['n_queries']} queries over {r['n_documents']} documents with {method} "
           f"in {secs:.2f} s; wrote {out}")
     if r['scored'] is not None:
-        from fastbook_bench.bench import metrics_tables
+        from fastbook_bench.run_eval import metrics_tables
         print(metrics_tables(r['scored']))
 
 # %% ../nbs/api/36_cli.ipynb #fa64547a
-def search(*, options:BuildOptions=None, **given):
+def search(*, options:BuildOptions|None=None, **given):
     "Search a corpus or an index; write a TREC run or a PolEval submission."
     if ('corpus' in given) == ('index' in given): raise ValueError("give --corpus or --index, not both")
     mode, other = (_search_corpus, '--index') if 'corpus' in given else (_search_index, '--corpus')
     if bad := [n for n in given if n not in params(mode)]: raise ValueError(f"`{bad[0]}` applies to {other} only")
     t0, r = time.perf_counter(), mode(**given, options=options)
     _report_search(r, given.get('method'), given.get('out', 'run.trec'), time.perf_counter() - t0)
-search.modes = (_search_corpus, _search_index)
 
 # %% ../nbs/api/36_cli.ipynb #284403be
 def index(*,
-          corpus:str=None,   # corpus file (BEIR, PolEval, JSONL {"id", "text"}), folder (+ MS MARCO), or irds:<id>
-          method:str='bm25', # bm25, fts5, single_vector or maxsim (the kinds of `fastbook_bench.index.INDEX_KINDS`)
-          out:str=None,      # the index folder to write
+          corpus:str|None=None, # corpus file (BEIR, PolEval, JSONL {"id", "text"}), folder (+ MS MARCO), or irds:<id>
+          method:str='bm25', # the index kind: a key of `fastbook_bench.index.INDEX_KINDS`
+          out:str|None=None, # the index folder to write
           engine:str='local', # where single_vector encodes: 'local' or 'ray' (the scale extra)
-          ray_address:str=None, # --engine ray: a running Ray cluster (default: start one)
-          window:int=None,   # maxsim: word pieces per window (default: 32)
-          weights:str=None,  # maxsim: query piece weights, all or idf (default: all)
-          faiss:str=None,    # single_vector: add a faiss index (--faiss: default_factory's; --faiss FACTORY: any)
-          processes:int=None, # bm25: processes that count the passages (default: one a core)
-          options:BuildOptions=None):
+          ray_address:str|None=None, # --engine ray: a running Ray cluster (default: start one)
+          window:int|None=None, # maxsim: word pieces per window (default: 32)
+          weights:str|None=None, # maxsim: query piece weights, all or idf (default: all)
+          faiss:str|None=None, # single_vector: add a faiss index (bare: default_factory's; or a FACTORY)
+          processes:int|None=None, # bm25: processes that count the passages (default: one a core)
+          options:BuildOptions|None=None):
     "Build a persistent index of a corpus, to search with `search --index`."
     if corpus is None or out is None: raise ValueError("--corpus and --out are required")
     from fastbook_bench.index import build_index
@@ -154,7 +155,7 @@ def index(*,
               f"({f['queries']} of the passages as queries, nprobe {f['nprobe']})")
 
 # %% ../nbs/api/36_cli.ipynb #ddd80d38
-def verify(*, index:str=None): # an index folder (`fastbook-bench index`)
+def verify(*, index:str|None=None): # an index folder (`fastbook-bench index`)
     "Check every file of an index against the sizes and checksums its manifest recorded."
     if index is None: raise ValueError("--index is required")
     from fastbook_bench.index import verify_index
@@ -163,23 +164,23 @@ def verify(*, index:str=None): # an index folder (`fastbook-bench index`)
 
 # %% ../nbs/api/36_cli.ipynb #7c1b2845
 def _tsv(s:dict, per_query:bool) -> str:
-    "`score_run`'s result as ir_measures' TSV: measure, value (per query: query, measure, value; the means as `all`)."
+    "`score_run`'s result as ir_measures' TSV: [query,] measure, value (the means as query `all`)."
     rows = [(q, m, v) for q, vs in s['per_query'].items() for m, v in vs.items()] if per_query else []
     rows += [('all',) * per_query + (m, v) for m, v in s['means'].items()]
     return '\n'.join('\t'.join([*r[:-1], repr(float(r[-1]))]) for r in rows)
 
 # %% ../nbs/api/36_cli.ipynb #1be847a4
 def _json(s:dict, per_query:bool) -> str:
-    "`score_run`'s result as JSON: `n_queries`, `means`, and `per_query` if asked."
-    d = dict(n_queries=len(s['per_query']), means=s['means']) | ({'per_query': s['per_query']} if per_query else {})
-    return json.dumps(d, indent=2)
+    "`score_run`'s result as JSON: `n_queries`, `means`, `per_query` if asked."
+    d = dict(n_queries=len(s['per_query']), means=s['means'])
+    return json.dumps(d | {'per_query': s['per_query']} if per_query else d, indent=2)
 
 # %% ../nbs/api/36_cli.ipynb #965c0766
-def eval_cmd(qrels:str=None,   # judgements: TREC, BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, .json
-             run:str=None,     # a TREC run file, or a PolEval submission (then give --queries)
+def eval_cmd(qrels:str|None=None, # judgements: TREC, BEIR qrels/<split>.tsv, PolEval pairs.tsv or expected.tsv, .json
+             run:str|None=None, # a TREC run file, or a PolEval submission (then give --queries)
              metrics:str='ndcg@10,mrr@10,recall@10,map@10,p@10,hit@10', # measures, by commas or spaces: nDCG@10, ...
              *,
-             queries:str=None, # the questions file a PolEval submission answers, line by line (questions.jl, in.tsv)
+             queries:str|None=None, # the questions a PolEval submission answers, line by line (questions.jl, in.tsv)
              complete:bool=True, # count judged queries missing from the run as 0 (trec_eval leaves them out without -c)
              ignore_identical_ids:bool=False, # drop a retrieved document whose id is the query id
              per_query:bool=False, # also print each query's metrics
@@ -189,22 +190,22 @@ def eval_cmd(qrels:str=None,   # judgements: TREC, BEIR qrels/<split>.tsv, PolEv
     if not (qrels and run): raise ValueError("QRELS and RUN are required (or --qrels and --run)")
     if output_format not in ('table', 'tsv', 'json'):
         raise ValueError(f"Unknown `output_format` {output_format!r}; choose from table, tsv, json")
-    from fastbook_bench.bench import evaluate_files, metrics_tables, missing_note
+    from fastbook_bench.run_eval import evaluate_files, metrics_tables, missing_note
     s = evaluate_files(qrels, run, metrics=metrics.replace(',', ' ').split() or metrics, queries=queries,
                        complete=complete, ignore_identical_ids=ignore_identical_ids, duplicates=duplicates)
     if note := missing_note(s): warnings.warn(note)
     print({'tsv': _tsv, 'json': _json}.get(output_format, metrics_tables)(s, per_query))
 
 # %% ../nbs/api/36_cli.ipynb #751b86ef
-def _judge(judge:str='llm',       # llm, or overlap (word overlap, no LLM) to try the pipeline out
-           llm_base_url:str=None, # OpenAI-compatible endpoint, e.g. https://api.openai.com/v1
-           llm_model:str=None,    # model name at that endpoint
+def _judge(judge:str='llm', # llm, or overlap (word overlap, no LLM) to try it out
+           llm_base_url:str|None=None, # OpenAI-compatible endpoint, e.g. https://api.openai.com/v1
+           llm_model:str|None=None, # model name at that endpoint
            api_key_env:str='OPENAI_API_KEY', # environment variable holding the API key
-           prompt:str=None,       # file holding a judge prompt template with {query} and {document}
-           timeout:float=60,      # seconds to wait for one answer
-           max_retries:int=6      # retries of a request failing with 429, 5xx or a timeout
+           prompt:str|None=None, # a judge prompt template file with {query} and {document}
+           timeout:float=60, # seconds to wait for one answer
+           max_retries:int=6 # retries of a request failing with 429, 5xx or a timeout
           ) -> dict:
-    "`make_judge`'s arguments, as `build-eval-set`'s judge options name them."
+    "`make_judge`'s arguments, from `build-eval-set`'s judge flags."
     return dict(kind=judge, base_url=llm_base_url, model=llm_model, api_key_env=api_key_env, prompt_file=prompt,
                 timeout=timeout, max_retries=max_retries)
 
@@ -221,18 +222,18 @@ def _resumable(out:str):
 
 # %% ../nbs/api/36_cli.ipynb #3a2fa6c5
 def build_eval_set_cmd(*,
-    queries:str=None,   # queries file: {"id","text"} JSON lines, BEIR or PolEval
-    corpus:str=None,    # documents file, in the same forms
-    models:str='bm25,bundled', # proposers: method names, 'bundled', sentence-transformers models
-    topk:int=20,        # documents each proposer proposes per query
+    queries:str|None=None, # queries file: {"id","text"} JSON lines, BEIR or PolEval
+    corpus:str|None=None, # documents file, in the same forms
+    models:str='bm25,bundled', # proposers: methods, 'bundled', sentence-transformers models
+    topk:int=20, # documents each proposer proposes per query
     out:str='eval-set', # output folder
-    price_per_call:float=None, # price of one LLM call, to print the total first
+    price_per_call:float|None=None, # price of one LLM call, to print the total first
     dry_run:bool=False, # count the calls (and their cost), then stop
-    threshold:int=3,    # lowest grade kept
-    concurrency:int=8,  # LLM requests in flight
-    judge_options:dict=None, # `_judge`'s
-    options:BuildOptions=None):
-    "Label an evaluation set: retrievers propose (query, document) pairs, an LLM grades them, grades 3-4 are kept."
+    threshold:int=3, # lowest grade kept
+    concurrency:int=8, # LLM requests in flight
+    judge_options:dict|None=None, # `_judge`'s
+    options:BuildOptions|None=None):
+    "Label an evaluation set: retrievers propose (query, document) pairs, an LLM grades them, 3-4 are kept."
     if not queries or not corpus: raise ValueError("--queries and --corpus are required")
     from fastbook_bench.eval_set import build_eval_set, eval_set_report
     from fastbook_bench.judge import make_judge
@@ -246,14 +247,14 @@ def build_eval_set_cmd(*,
 # %% ../nbs/api/36_cli.ipynb #db29e6d8
 def chunking(*,
              chunkers:str='token,blocks,semantic,headings', # chunkers to compare (`fastbook_bench.chunkers`)
-             chunk_size:int=500,     # the chunkers' size parameter
+             chunk_size:int=500, # the chunkers' size parameter
              methods:str='bm25,maxsim', # methods ranking the chunks
              budget:str='500,1000,2000,4000', # token budgets, comma-separated
-             collection:str=None,    # folder holding documents.jsonl and questions.jsonl (default: fastbook-benchmark)
-             data:str=None,          # fastbook-benchmark's data folder (default: $FASTBOOK_BENCH_DATA, else the cache)
+             collection:str|None=None, # folder of documents.jsonl and questions.jsonl (default: fastbook-benchmark)
+             data:str|None=None, # fastbook-benchmark's data (default: $FASTBOOK_BENCH_DATA, else the cache)
              out:str='fastbook-bench-chunking', # folder for the CSV tables (and plots)
-             plots:bool=False,       # also save PNG plots of each metric against the budget in --out
-             options:BuildOptions=None):
+             plots:bool=False, # also save PNG plots of each metric by budget in --out
+             options:BuildOptions|None=None):
     "Compare chunkers at token budgets: span metrics, 95 % intervals, Holm-adjusted paired tests."
     from fastbook_bench.chunk_eval import evaluate_chunkers
     t0 = time.perf_counter()
@@ -265,35 +266,38 @@ def chunking(*,
 # %% ../nbs/api/36_cli.ipynb #b2de5b8e
 COMMANDS = {'run': run, 'ceiling': ceiling, 'eval': eval_cmd, 'search': search, 'index': index, 'verify': verify,
             'build-eval-set': build_eval_set_cmd, 'chunking': chunking}
-# a parameter of one of these names takes its group's flags (`fastbook_bench.flags`)
-GROUPS = {'options': _options, 'judge_options': _judge}
+GROUPS = {'options': _options, 'judge_options': _judge}  # a parameter so named: its group's flags
+MODES = {'search': (_search_corpus, _search_index)}      # a command's paths: it has the flags of each
 _TITLES = {_search_corpus: 'search --corpus: a collection, read whole',
            _search_index: 'search --index: an index built by `index`',
            _options: 'models, cache and progress', _judge: 'the judge'}
 
 # %% ../nbs/api/36_cli.ipynb #6d1e937e
 def _parser(cmd:str) -> argparse.ArgumentParser:
-    "The parser of `cmd` (`fastbook_bench.flags`): its flags, then those of its modes and groups."
-    return flag_parser(f'fastbook-bench {cmd}', COMMANDS[cmd], GROUPS, _TITLES, const={'faiss': 'default'})
+    "The parser of `cmd` (`fastbook_bench.flags`), and `--debug`; `index --method` takes a key of `INDEX_KINDS`."
+    kw = {'faiss': dict(nargs='?', const='default')}
+    if cmd == 'index':
+        from fastbook_bench.index import INDEX_KINDS
+        kw['method'] = dict(choices=list(INDEX_KINDS))
+    p = flag_parser(f'fastbook-bench {cmd}', COMMANDS[cmd], GROUPS, MODES.get(cmd, ()), _TITLES, kw)
+    p.add_argument('--debug', action='store_true', help="on an error, show Python's traceback")
+    return p
 
 # %% ../nbs/api/36_cli.ipynb #68605da1
-_FLAG_NAMES = {'build-eval-set': dict(k='topk', base_url='llm_base_url', model='llm_model', kind='judge',
-                                      prompt_file='prompt'),
+_FLAG_NAMES = {'build-eval-set': dict(k='topk', base_url='llm_base_url', model='llm_model', kind='judge'),
                'chunking': dict(budgets='budget'), 'index': dict(address='ray_address'),
                'search': dict(address='ray_address')}
 
 def _spell(message:str, cmd:str) -> str:
-    "`message` with each `parameter` of `cmd` that it names written as its flag: `k` -> --k."
-    flags = [n for part in command_params(COMMANDS[cmd], GROUPS).values() for n in part]
+    "`message` with each backticked parameter of `cmd` as its flag: `k` -> --k."
+    flags = [n for part in command_params(COMMANDS[cmd], GROUPS, MODES.get(cmd, ())).values() for n in part]
     return spell_flags(message, flags, _FLAG_NAMES.get(cmd, {}))
 
 # %% ../nbs/api/36_cli.ipynb #1cf45388
 def _user_errors() -> tuple[type, ...]:
-    "The errors a user can cause, each one line: a bad value or file, a missing extra, an LLM that fails."
-    # OSError: missing or unreadable files, folders for files; ImportError: a method without the extra it needs;
-    # LLMError once `build-eval-set` has loaded the judge, which alone raises it (`run` need not load it)
-    judge = sys.modules.get('fastbook_bench.judge')
-    return (ValueError, TypeError, OSError, ImportError) + ((judge.LLMError,) if judge else ())
+    "The errors the input causes: a bad value or file, a missing extra, an LLM that fails."
+    judge = sys.modules.get('fastbook_bench.judge')  # loaded by `build-eval-set`, its only user
+    return (ValueError, OSError, ImportError) + ((judge.LLMError,) if judge else ())
 
 # %% ../nbs/api/36_cli.ipynb #30107239
 @quiet_pipe
@@ -308,7 +312,8 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         print(f"fastbook-bench: error: unknown command {argv[0]!r}; commands: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     args, f = vars(_parser(argv[0]).parse_args(argv[1:])), COMMANDS[argv[0]]
-    return_freed_memory()  # a model's large tensors go back to the system when freed (`fastbook_bench.core`)
+    debug = args.pop('debug', False)
+    return_freed_memory()  # a model's tensors, once freed, go back to the system
     try:
         with warnings.catch_warnings(record=True) as ws:
             warnings.simplefilter('always')
@@ -317,6 +322,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
                 for w in ws: print(f"note: {_spell(str(w.message), argv[0])}", file=sys.stderr)
     except BrokenPipeError: raise
     except _user_errors() as e:
+        if debug: raise
         print(f"fastbook-bench {argv[0]}: error: {_spell(str(e), argv[0])}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
