@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 import numpy as np
-from .core import atomic_write, check_writable, positive_int, positive_ints, split_list
+from .core import atomic_write
+from .checks import check_writable, positive_int, positive_ints, split_list
 from .chunking import Corpus
 from .chunkers import (chunk_documents, chunk_tokens, chunking_table, get_chunker, index_texts,
                                      match_chunk_size, mean_tokens)
@@ -22,7 +23,7 @@ from .table import Table, Tables
 
 # %% auto #0
 __all__ = ['MATRIX_METRICS', 'Chunking', 'chunk_collection', 'matched_size', 'perfect_rows', 'perfect_table', 'budget_rows',
-           'matrix_tables', 'favoured', 'plot_budget', 'evaluate_chunkers', 'chunking_report']
+           'matrix_tables', 'favoured', 'plot_budget', 'evaluate_chunkers']
 
 # %% ../nbs/api/29_chunk_eval.ipynb #f95e42a3
 @dataclass
@@ -214,10 +215,3 @@ def evaluate_chunkers(
                     hidden=('method_pairs', 'per_question'))
     if out is not None: _write(out, tables, plots)
     return tables
-
-# %% ../nbs/api/29_chunk_eval.ipynb #7fcc7a7b
-def chunking_report(tables:Tables, metrics=None) -> str:
-    "Deprecated: `str(tables)` prints `evaluate_chunkers`'s tables; the old name goes in 0.2."
-    warnings.warn("fastbook_bench.chunk_eval.chunking_report: print the Tables instead; it goes in 0.2",
-                  DeprecationWarning, stacklevel=2)
-    return str(tables)

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Sequence
 import numpy as np
 from fastcore.basics import patch_to, store_attr
-from .core import atomic_dir, cache_dir, cached_arrays, file_sha256, fingerprint, say_once
+from .core import atomic_dir, cache_dir, cached_arrays, fingerprint, say_once
+from .checks import file_sha256
 from .models import (bundled_model_path, encode_each, encoding_key, is_offline, module_fingerprint,
                                    require_neural, resolve_model)
 from .retriever import Retriever
@@ -67,7 +68,7 @@ BUNDLED_COLBERT = 'all-MiniLM-L6-v2 + seeded projection (bundled)'
 
 # %% ../nbs/api/16_colbert.ipynb #c256dabc
 def _manifest(folder:Path) -> dict[str, list]:
-    "Size and sha256 of each file in `folder` (except the manifest itself)."
+    "Size and sha256 of each file in `folder` but the manifest."
     return {p.name: [p.stat().st_size, file_sha256(p)] for p in sorted(folder.iterdir()) if p.name != 'manifest.json'}
 
 # %% ../nbs/api/16_colbert.ipynb #539167ee

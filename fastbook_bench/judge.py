@@ -8,9 +8,8 @@ import email.utils, http.client, json, os, random, re, socket, threading, time, 
 from collections import Counter
 from pathlib import Path
 from fastcore.basics import patch_to, store_attr
-from .core import fingerprint, renamed
+from .core import fingerprint
 from .fts import tokenize
-__getattr__ = renamed(__name__, ['parse_label'])
 
 # %% auto #0
 __all__ = ['JUDGE_PROMPT', 'RETRY_STATUS', 'MAX_RETRY_AFTER', 'render_prompt', 'Judge', 'overlap_label', 'OverlapJudge',

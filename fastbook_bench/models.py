@@ -10,8 +10,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 from fastcore.basics import chunked
 from pathlib import Path
-from .core import available_cores, fingerprint, positive_int, say_once, renamed
-__getattr__ = renamed(__name__, ['hub_endpoint', 'probe_hub', 'hub_unreachable'])
+from .core import fingerprint, say_once
+from .checks import available_cores, positive_int
 
 # %% auto #0
 __all__ = ['NEURAL_MODULES', 'DEFAULT_MODEL', 'BUNDLED_MODEL', 'require_neural', 'module_fingerprint', 'bundled_model_path',

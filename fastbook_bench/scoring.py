@@ -13,8 +13,7 @@ from .table import Table
 
 # %% auto #0
 __all__ = ['normalize', 'normalize_all', 'component_ranks', 'gold_passages', 'modified_mrr', 'modified_recall', 'score_rows',
-           'summarize', 'score_questions', 'score_run', 'question_queries', 'keyword_queries', 'corpus_ids',
-           'score_retriever']
+           'summarize', 'score_questions', 'question_queries', 'keyword_queries', 'corpus_ids', 'score_retriever']
 
 # %% ../nbs/api/08_scoring.ipynb #7b7602c7
 _fixed: dict[str, str] = {}  # text -> fix_text(text)
@@ -129,14 +128,6 @@ def score_questions(questions:list[dict],          # as returned by `load_benchm
     "`score_rows` as a pandas DataFrame."
     import pandas as pd
     return pd.DataFrame(score_rows(questions, runs, method, k))
-
-# %% ../nbs/api/08_scoring.ipynb #0e506e4d
-def score_run(*args, **kwargs):
-    "Deprecated: the old name of `score_questions` (this module's); `bench.score_run` scores with trec_eval's metrics."
-    import warnings
-    warnings.warn("fastbook_bench.scoring.score_run is renamed score_questions; the old name goes in 0.2",
-                  DeprecationWarning, stacklevel=2)
-    return score_questions(*args, **kwargs)
 
 # %% ../nbs/api/08_scoring.ipynb #af6e4eb0
 def question_queries(questions:list[dict] # as returned by `load_benchmark`

@@ -9,15 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 import numpy as np
-from .core import atomic_write, renamed
+from .core import atomic_write
 from .chunking import Corpus, token_prefix
 from .chunkers import MATCHED, PUBLISHED_PIECES
 from .data import load_benchmark, chapter_texts, question_id
-from .datasets import FormatError, iter_jsonl
+from .textfiles import FormatError, iter_jsonl
 from .methods import BuildOptions, get_retriever
 from .retriever import search_batched
 from .scoring import modified_mrr, modified_recall, normalize, question_queries
-__getattr__ = renamed(__name__, ['normal_offsets'])
 
 # %% auto #0
 __all__ = ['Collection', 'read_collection', 'write_collection', 'fastbook_collection', 'scoring_question', 'gold_spans',
