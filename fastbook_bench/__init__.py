@@ -23,7 +23,7 @@ _FROM = {'fastbook_bench.data': ('load_benchmark',), 'fastbook_bench.chunking': 
          'fastbook_bench.datasets': ('load_dataset', 'read_qrels', 'write_qrels'),
          'fastbook_bench.runs': ('to_run', 'as_qrels', 'as_run', 'search_run', 'run_frame', 'read_run', 'write_run'),
          'fastbook_bench.metrics': ('evaluate',), 'fastbook_bench.fusion': ('fuse',),
-         'fastbook_bench.index': ('build_index', 'open_index', 'search_index'),
+         'fastbook_bench.index': ('build_index', 'open_index'), 'fastbook_bench.search': ('search_index',),
          'fastbook_bench.spans': ('read_collection',), 'fastbook_bench.chunk_eval': ('evaluate_chunkers',)}
 _MODULE = {name: m for m, names in _FROM.items() for name in names}  # each name of the package -> its module
 

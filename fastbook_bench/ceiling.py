@@ -7,7 +7,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Sequence
 from pathlib import Path
-from .core import positive_int
+from .checks import positive_int
 from .chunking import Corpus, build_corpus, chunk_sizes
 from .data import load_benchmark
 from .scoring import normalize, summarize

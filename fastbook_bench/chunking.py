@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 from fastcore.basics import patch_to
-from .core import atomic_write, cache_dir, positive_ints
+from .core import atomic_write, cache_dir
+from .checks import positive_ints
 from .data import CHAPTERS, chapter_texts, data_dir
 
 # %% auto #0

@@ -10,7 +10,8 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
-from .core import atomic_write, check_not_input, positive_int
+from .core import atomic_write
+from .checks import check_not_input, positive_int
 from .datasets import read_corpus, read_queries, write_qrels
 from .judge import Judge, LLMError, LLMJudge
 from .judgments import JudgmentLog, judge_pairs, relevance, texts_key

@@ -10,7 +10,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 from fastcore.basics import patch_to
-from .core import fingerprint, positive_int
+from .core import fingerprint
+from .checks import positive_int
 from .judge import Judge
 
 # %% auto #0

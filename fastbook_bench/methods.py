@@ -6,7 +6,7 @@
 from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
-from .core import split_list
+from .checks import split_list
 from .fts import BM25Retriever, FTS5Retriever, tokenize_identifiers
 from .fusion import FusionRetriever, WithQueries
 from .models import load_sentence_model, offline, require_neural
@@ -24,7 +24,7 @@ class BuildOptions:
     offline:bool=False           # use the bundled models for the defaults without trying the model hub
     cache:bool=True              # read and write the user cache (encodings)
     progress:bool=False          # show progress bars while encoding
-    bm25_backend:str='rank_bm25' # 'rank_bm25' (the reference) or 'bm25s' (same scores, faster on large corpora)
+    bm25_backend:str='rank_bm25' # 'rank_bm25' (the reference) or 'bm25s' (bm25s's matrix, computed here: faster)
 
 # %% ../nbs/api/22_methods.ipynb #4ec0b692
 @dataclass(frozen=True)

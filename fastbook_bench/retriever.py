@@ -8,7 +8,7 @@ import math, re, sys
 from typing import Callable, Iterable, Sequence
 import numpy as np
 from fastcore.basics import patch_to
-from .core import positive_int
+from .checks import positive_int
 from .table import Table
 
 # %% auto #0

@@ -8,12 +8,14 @@ import math, numbers, os, sys, warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Callable, Sequence
-from .core import atomic_write, check_writable, positive_int
+from .core import atomic_write
+from .checks import check_writable, positive_int
 from .chunking import Corpus
 from .data import question_id
 from .retriever import check_hits, check_results
-from .datasets import Dataset, FormatError, iter_lines, read_qrels
-from .metrics import trec_order
+from .textfiles import FormatError, iter_lines
+from .datasets import Dataset, read_qrels
+from .measures import trec_order
 from .scoring import normalize, normalize_all
 
 # %% auto #0

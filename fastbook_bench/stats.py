@@ -6,7 +6,8 @@
 from __future__ import annotations
 from typing import Sequence
 import numpy as np
-from .metrics import DEFAULT_METRICS, as_nested, evaluate
+from .measures import DEFAULT_METRICS
+from .metrics import as_nested, evaluate
 from .scoring import _metrics
 from .table import Table
 
