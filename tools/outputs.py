@@ -18,6 +18,7 @@ once: the test run is the run whose outputs are compared (or saved). Each notebo
 reuses a worker for the next notebook), the ones with cells flagged in `--flags` first.
 """
 import argparse, base64, json, multiprocessing, os, re, sys, time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -111,9 +112,10 @@ class _Recorder:
         shell.run_all = recorded
         return shell
 
-def _fresh_processes(n):
-    "A pool of `n` worker processes, each started afresh (spawn) for each task: one notebook a process."
-    return multiprocessing.get_context('spawn').Pool(max(n, 1), maxtasksperchild=1)
+def _in_fresh_process(f, *args, **kwargs):
+    "`f(*args, **kwargs)` in a new process of its own: spawned, and not a daemon (a notebook may start processes)."
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as ex:
+        return ex.submit(f, *args, **kwargs).result()
 
 def _test_nb(fn, folder, **kwargs):
     "nbdev's `test_nb` on notebook `fn`, in this (fresh) process, its shell recording outputs into `folder`."
@@ -127,9 +129,9 @@ def _isolated(folder, flags):
     def parallel(f, items, *args, n_workers=1, pause=0, **kwargs):
         first = sorted(range(len(items)), key=lambda i: not any(
             set(flags) & _directives(_text(c['source'])).keys() for c in json.loads(Path(items[i]).read_text())['cells']))
-        with _fresh_processes(n_workers) as pool:
-            done = {i: pool.apply_async(_test_nb, (items[i], folder, *args), kwargs) for i in first}
-            return [done[i].get() for i in range(len(items))]
+        with ThreadPoolExecutor(max(n_workers, 1)) as pool:
+            done = {i: pool.submit(_in_fresh_process, _test_nb, items[i], folder, *args, **kwargs) for i in first}
+            return [done[i].result() for i in range(len(items))]
     return parallel
 
 def via_nbdev_test(flags, path=None):
@@ -234,8 +236,8 @@ def _executed(fns, flags, workers, save_them):
     flagged = lambda fn: any(set(flags) & _directives(_text(c['source'])).keys() for c in json.loads(fn.read_text())['cells'])
     jobs = sorted(((fn, flags) for fn in fns), key=lambda j: not flagged(j[0]))
     # one fresh process per notebook: IPython's shell replaces a worker's __main__, and a notebook's state stays its own
-    with _fresh_processes(workers) as pool:
-        for fn, ran, volatile, err, secs in pool.imap(_job, jobs):
+    with ThreadPoolExecutor(workers) as pool:
+        for fn, ran, volatile, err, secs in pool.map(lambda job: _in_fresh_process(_job, job), jobs):
             print(f"{fn.relative_to(ROOT)}: {len(ran)} cells run in {secs:.0f} s" + (' (FAILED)' if err else ''), flush=True)
             if err: problems.append(err); continue
             if save_them: save(fn, ran)
