@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/32_bm25_index.ipynb #45aa0b7d
 from __future__ import annotations
-import json, math, multiprocessing, signal, sys
+import json, multiprocessing, signal, sys
 from array import array
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import numpy as np
 from .checks import available_cores, load_array, positive_int
-from .fts import BM25_PARAMS, okapi_idf_df, okapi_scale, tokenize
+from .fts import BM25_PARAMS, okapi_weights, tokenize
 from .methods import BuildOptions
 from fastcore.basics import patch_to
 
@@ -80,17 +80,6 @@ def _counted(texts:Iterable[str], batch:int, processes:int) -> Iterator[tuple]:
                 if len(pending) >= 2 * processes: yield pending.popleft().result()
             while pending: yield pending.popleft().result()
         finally: ex.shutdown(cancel_futures=True)
-
-# %% ../nbs/api/32_bm25_index.ipynb #8bd72cbc
-def _lucene_idf(df:int, n:int) -> float:
-    "The Lucene IDF of a word in `df` of `n` passages, `log(1 + (n - df + 0.5) / (df + 0.5))`, as bm25s computes it."
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
-
-def _term_weights(df:np.ndarray, n:int, k1:float, epsilon:float) -> tuple[np.ndarray, np.ndarray]:
-    "Per term id: the Lucene IDF, and the factor that turns its `robertson` scores into BM25Okapi's."
-    dfs = df.tolist(); okapi = okapi_idf_df(dict(enumerate(dfs)), n, epsilon)
-    idf = np.array([_lucene_idf(f, n) for f in dfs], dtype=np.float64)
-    return idf, np.array([okapi_scale(okapi[t], f, n, k1) for t, f in enumerate(dfs)], dtype=np.float64)
 
 # %% ../nbs/api/32_bm25_index.ipynb #1edaeecc
 def _norms(lens:np.ndarray, k1:float, b:float) -> np.ndarray:
@@ -208,7 +197,7 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     k1, b, eps = BM25_PARAMS['k1'], BM25_PARAMS['b'], BM25_PARAMS['epsilon']
     procs = available_cores() if processes is None else positive_int(processes, 'processes')
     block = positive_int(block, 'block'); post, lens, uniq, top = _first_pass(texts, folder, procs, batch)
-    (idf, scale), norm = _term_weights(post.df, len(lens), k1, eps), _norms(lens, k1, b)
+    (idf, scale), norm = okapi_weights(post.df, len(lens), k1, eps), _norms(lens, k1, b)
     tf_type = np.min_scalar_type(top); indptr = _open_columns(folder, post.df, tf_type)
     score = lambda terms, tfs, rows: idf[terms] * (tfs / (norm[rows] + tfs)) * scale[terms]  # as the search's `_okapi`
     bmax, blast = _second_pass(folder, post.df, indptr, uniq, score, tf_type, block, run, span)
