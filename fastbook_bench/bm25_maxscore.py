@@ -6,22 +6,42 @@
 from __future__ import annotations
 import mmap
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 import numba as nb, numpy as np
+from numba.core.registry import CPUDispatcher
 from .checks import load_array
 
 # %% auto #0
 __all__ = []
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #ea3e8bcf
-# error_model='numpy': no division raises (none divides by zero), so no kernel keeps an exception path, which would
-# hold a reference to each array it is passed (an atomic count per array per call): the search ran many times slower
-_njit = nb.njit(cache=True, nogil=True, error_model='numpy')  # compiled on first use, cached on disk, no GIL
-# the kernels that allocate nothing count no references at all: numba still counted the arrays of a small kernel
-# whose branches drop them apart, on every call, and the kernels of the hot loops made the search up to 1.5x slower
-_njit_fixed = nb.njit(cache=True, nogil=True, error_model='numpy', _nrt=False)  # allocating in one fails to compile
+class _Kernel(CPUDispatcher):
+    "A kernel for compiled code only (no Python wrapper); from Python it runs a twin with one, not cached."
+    def __call__(self, *args):
+        if getattr(self, 'twin', None) is None:
+            skip = ('nopython', 'no_cpython_wrapper', 'no_cfunc_wrapper')
+            self.twin = nb.njit(**{k: v for k, v in self.targetoptions.items() if k not in skip})(self.py_func)
+        return self.twin(*args)
+
+# %% ../nbs/api/32a_bm25_maxscore.ipynb #df944ed0
+def _compiled(nrt:bool, inline:bool=False) -> Callable:
+    "A decorator: a `_Kernel` compiled on first use, cached, no GIL; `nrt=False`: it counts no references."
+    opts = dict(nopython=True, nogil=True, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True,
+                inline='always' if inline else 'never')
+    def kernel(f):
+        k = _Kernel(f, targetoptions=opts if nrt else dict(opts, _nrt=False)); k.enable_caching(); return k
+    return kernel
+
+# %% ../nbs/api/32a_bm25_maxscore.ipynb #492fa887
+_njit_entry = nb.njit(cache=True, nogil=True, error_model='numpy')  # what Python calls
+# error_model='numpy': no kernel keeps an exception path, which holds a reference to each array it is passed (an
+# atomic count per array per call: many times slower)
+_njit, _njit_once = _compiled(nrt=True), _compiled(nrt=True, inline=True)
+_njit_fixed = _compiled(nrt=False)  # allocates nothing, counts no references: hot loops up to 1.5x faster
+
+# %% ../nbs/api/32a_bm25_maxscore.ipynb #c1f09f05
 _MARGIN = 1 + 1e-9  # a bound prunes only what stays below theta by more than the bounds' own rounding
-_NONE = np.iinfo(np.int64).max  # no row: every column read
+_NONE, _ZERO = np.int64(np.iinfo(np.int64).max), np.int64(0)  # no row: every column read; the first place
 _UNANSWERED, _DAMAGED = -1, -2  # what a query's search returns instead of a count: score every passage; damaged
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #bb3fd155
@@ -71,7 +91,7 @@ def _score(ix:_Index, t:int, p:int, row:int) -> float:
     return _okapi(ix.tfs[p], ix.norm[row], ix.idf[t], ix.scale[t])
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #60e41fd4
-@_njit
+@_njit_entry
 def _full(toks, ix:_Index) -> np.ndarray:
     "Every passage's score for the term ids `toks`, their columns added in the query's order."
     s = np.zeros(len(ix.norm))
@@ -129,7 +149,7 @@ def _push(heap:_Heap, score:float, row:int) -> float:
         for i in range(k // 2 - 1, -1, -1): _sift(heap, i)
     elif _worse(s[0], r[0], score, row):
         s[0], r[0] = score, row
-        _sift(heap, 0)
+        _sift(heap, _ZERO)
     return s[0]
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #4753d49c
@@ -150,14 +170,27 @@ def _finish(heap:_Heap, n:int, out_r, out_s) -> int:
         row += 1
     return got
 
+# %% ../nbs/api/32a_bm25_maxscore.ipynb #08467f31
+@_njit_fixed
+def _first(a, lo:int, hi:int, x) -> int:
+    "The first index of `lo:hi` where the ascending `a` is at least `x` (`hi` if none)."
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x: lo = mid + 1
+        else: hi = mid
+    return lo
+
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #04d1af28
 @_njit
 def _unique(a) -> tuple[np.ndarray, np.ndarray]:
     "The distinct values of the integers `a`, ascending, and each one's place among them (`np.unique`, inverse too)."
-    order, out, where, m = np.argsort(a.astype(np.float64)), np.empty(len(a), a.dtype), np.empty(len(a), np.int64), 0
-    for i in order:
-        if m == 0 or a[i] != out[m - 1]: out[m], m = a[i], m + 1
-        where[i] = m - 1
+    out, where, m = np.empty(len(a), a.dtype), np.empty(len(a), np.int64), _ZERO
+    for x in a:  # each into its place among the distinct values so far, found by bisection
+        i = _first(out, _ZERO, m, x)
+        if i < m and out[i] == x: continue
+        for z in range(m, i, -1): out[z] = out[z - 1]
+        out[i], m = x, m + 1
+    for i in range(len(a)): where[i] = _first(out, _ZERO, m, a[i])
     return out[:m], where
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #af4d550b
@@ -212,16 +245,6 @@ def _block_of(ix:_Index, w:_Walk, j:int, p:int) -> int:
     "The block of word `j` that holds its entry `p`."
     return w.bfirst[j] + (p - w.start[j]) // ix.block
 
-# %% ../nbs/api/32a_bm25_maxscore.ipynb #08467f31
-@_njit_fixed
-def _first(a, lo:int, hi:int, x) -> int:
-    "The first index of `lo:hi` where the ascending `a` is at least `x` (`hi` if none)."
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x: lo = mid + 1
-        else: hi = mid
-    return lo
-
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #587e2411
 @_njit_fixed
 def _at(ix:_Index, w:_Walk, j:int, b:int, row:int) -> int:
@@ -260,29 +283,26 @@ def _look_up(ix:_Index, w:_Walk, j:int, mult:float, row:int, s:float, upto:float
     return p if ix.rows[p] == row else -1
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #70c05652
-@_njit
-def _best_blocks(ix:_Index, q:_Query) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    "The rows of each word's best block, with the word's place in `q.terms` and the row's score for it."
-    m, n, size = len(q.terms), 0, ix.block
-    rows, words, scores = np.empty(m * size, np.int64), np.empty(m * size, np.int64), np.empty(m * size)
+@_njit_once
+def _best_partial(ix:_Index, q:_Query, k:int) -> tuple[float, np.ndarray]:
+    "The passages of each word's best block: the `k`-th best partial score (-inf: fewer), the rows of the best `2k`."
+    m = len(q.terms); lo, hi, c = np.empty(m, np.int64), np.empty(m, np.int64), np.zeros(m)
     for j in range(m):
-        t = q.terms[j]; p0 = ix.indptr[t] + np.argmax(ix.bmax[ix.bptr[t]:ix.bptr[t + 1]]) * size
-        for p in range(p0, min(ix.indptr[t + 1], p0 + size)):
-            rows[n], words[n], scores[n] = ix.rows[p], j, _score(ix, t, p, ix.rows[p])
-            n += 1
-    return rows[:n], words[:n], scores[:n]
-
-# %% ../nbs/api/32a_bm25_maxscore.ipynb #301dfed3
-@_njit
-def _partial_scores(q:_Query, m:int, where, words, scores) -> np.ndarray:
-    "Each of `m` passages' scores for the words whose best blocks hold it, added in the query's order."
-    c, out = np.zeros((m, len(q.terms))), np.zeros(m)
-    for i in range(len(where)): c[where[i], words[i]] = scores[i]
-    for i in range(m): out[i] = _exact(q, c[i])
-    return out
+        t = q.terms[j]; lo[j] = ix.indptr[t] + np.argmax(ix.bmax[ix.bptr[t]:ix.bptr[t + 1]]) * ix.block
+        hi[j] = min(ix.indptr[t + 1], lo[j] + ix.block)
+    best, top, theta = _heap(k), _heap(2 * k), -np.inf
+    while True:  # the blocks' rows merged, ascending: each its scores for the words whose block holds it
+        row = _NONE
+        for j in range(m):
+            if lo[j] < hi[j]: row = min(row, ix.rows[lo[j]])
+        if row == _NONE: return theta, top.rows[:top.size[0]]
+        for j in range(m):
+            c[j] = 0.0
+            if lo[j] < hi[j] and ix.rows[lo[j]] == row: c[j] = _score(ix, q.terms[j], lo[j], row); lo[j] += 1
+        x = _exact(q, c); theta = _push(best, x, row); _push(top, x, row)
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #8b1f174d
-@_njit
+@_njit_once
 def _exact_scores(ix:_Index, q:_Query, rows) -> np.ndarray:
     "The scores of passages `rows`, each word looked up in its column."
     w, c, out = _walk(ix, q.terms), np.zeros(len(q.terms)), np.zeros(len(rows))
@@ -294,16 +314,25 @@ def _exact_scores(ix:_Index, q:_Query, rows) -> np.ndarray:
     return out
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #0d874482
-@_njit
+@_njit_once
 def _floor(ix:_Index, q:_Query, k:int) -> float:
     "At most the `k`-th best score, from the passages of each word's best block (-inf: fewer than `k` of them)."
-    rows, words, scores = _best_blocks(ix, q)
-    found, where = _unique(rows)
-    if len(found) < k: return -np.inf
-    partial = _partial_scores(q, len(found), where, words, scores); order = np.argsort(partial)
-    exact = _exact_scores(ix, q, found[order[-2 * k:]])  # the best of them scored exactly
-    f = max(partial[order[len(partial) - k]], exact[np.argsort(exact)[len(exact) - k]])  # each one's `k`-th best
+    f, rows = _best_partial(ix, q, k)
+    if f == -np.inf: return f
+    heap, exact = _heap(k), _exact_scores(ix, q, rows)  # the best `2k` of them scored exactly
+    for i in range(len(rows)): f = max(f, _push(heap, exact[i], rows[i]))  # and the `k`-th best of either
     return f if np.isfinite(f) and f > 0 else -np.inf
+
+# %% ../nbs/api/32a_bm25_maxscore.ipynb #7b1e4724
+@_njit_fixed
+def _by_bound(bound, order, pre):
+    "Sort the words `order` by `bound`, the least first (insertion: few words), `pre` the running sums of their bounds."
+    for i in range(len(order)):
+        j, z = order[i], i
+        while z > 0 and bound[order[z - 1]] > bound[j]: order[z], z = order[z - 1], z - 1
+        order[z] = j
+    x = 0.0
+    for i in range(len(order)): x += bound[order[i]]; pre[i] = x
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #ecad0e74
 @_njit_fixed
@@ -372,12 +401,13 @@ def _add_looked_up(ix:_Index, q:_Query, w:_Walk, order, e:int, pre, row:int, s:f
     return s
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #3f1a277a
-@_njit
+@_njit_once
 def _passages(ix:_Index, q:_Query, floor:float, heap:_Heap) -> int:
     "MaxScore a passage at a time, pruning against `floor` from the start: how many passages it scored (-2: damaged)."
-    bound = ix.tmax[q.terms] * q.mult; order = np.argsort(bound); pre = np.cumsum(bound[order])
+    bound, order, pre = ix.tmax[q.terms] * q.mult, np.arange(len(q.terms)), np.zeros(len(q.terms))
+    _by_bound(bound, order, pre)
     w, c, theta, end, scored = _walk(ix, q.terms), np.zeros(len(order)), floor, -1, 0
-    e = _essential_from(pre, 0, theta)
+    e = _essential_from(pre, _ZERO, theta)
     while e < len(order):  # words order[e:] are essential
         row = _next_row(ix, w, order, e)
         if row == _NONE: break

@@ -11,9 +11,9 @@ from typing import Callable, NamedTuple
 import numba as nb, numpy as np
 from fastcore.basics import patch_to
 from .bm25_index import _IMPACT, _bm25_build
-from .bm25_maxscore import (_DAMAGED, _MARGIN, _UNANSWERED, _Heap, _Index, _Query, _Walk, _at,
+from .bm25_maxscore import (_DAMAGED, _MARGIN, _UNANSWERED, _ZERO, _Heap, _Index, _Query, _Walk, _at, _by_bound,
     _block_start, _cannot_reach, _essential_from, _exact, _finish, _first, _floor, _full, _heap, _load_index, _look_up,
-    _njit, _njit_fixed, _passages, _push, _query, _score, _skip_blocks, _walk)
+    _njit, _njit_entry, _njit_fixed, _njit_once, _passages, _push, _query, _score, _skip_blocks, _walk)
 from .fts import tokenize
 from .index import IndexKind
 from .methods import BuildOptions
@@ -80,14 +80,9 @@ def _window_bounds(ix:_Index, q:_Query, w:_Walk, win:_Window, w0:int, w1:int) ->
 @_njit_fixed
 def _split(win:_Window, theta:float) -> int:
     "Sort the words by their bound in the window, the least first: the first essential one."
-    order = win.order
-    for i in range(len(order)):  # insertion: the order changes little from a window to the next
-        j, z = order[i], i; win.look[j] = False
-        while z > 0 and win.bound[order[z - 1]] > win.bound[j]: order[z], z = order[z - 1], z - 1
-        order[z] = j
-    x = 0.0
-    for i in range(len(order)): x += win.bound[order[i]]; win.pre[i] = x
-    return _essential_from(win.pre, 0, theta)
+    win.look[:] = False
+    _by_bound(win.bound, win.order, win.pre)  # the order changes little from a window to the next
+    return _essential_from(win.pre, _ZERO, theta)
 
 # %% ../nbs/api/32b_bm25_search.ipynb #d7f17286
 @_njit_fixed
@@ -225,7 +220,7 @@ def _score_window(ix:_Index, q:_Query, w:_Walk, win:_Window, heap:_Heap, w0:int,
     return theta, scored
 
 # %% ../nbs/api/32b_bm25_search.ipynb #023050ee
-@_njit
+@_njit_once
 def _windows(ix:_Index, q:_Query, floor:float, tune:_Tuning, heap:_Heap) -> int:
     "`_passages`' top `k`, `tune.window` passages at a time, from impacts: how many passages it scored (-2: damaged)."
     w, win, c, theta, scored = _walk(ix, q.terms), _window(ix, q, tune), np.zeros(len(q.terms)), floor, 0
@@ -250,27 +245,58 @@ def _unusable(ix:_Index, terms) -> int:
     return 0
 
 # %% ../nbs/api/32b_bm25_search.ipynb #0a5f7593
-@_njit
-def _maxscore(toks, k:int, ix:_Index, tune:_Tuning, out_r, out_s) -> tuple[int, int]:
-    "Top `k` of term ids `toks` into `out_r`, `out_s`: how many (-1: not answered; -2: damaged), passages scored."
-    if len(toks) == 0: return _UNANSWERED, 0
+_PASSAGES, _FLOOR, _WINDOWS = 0, 1, 2  # a query's way: a passage at a time; a floor first; windows (else not answered)
+
+# %% ../nbs/api/32b_bm25_search.ipynb #ba201d42
+@_njit_fixed
+def _entries(ix:_Index, q:_Query) -> int:
+    "How many entries the columns of query `q`'s words hold."
+    n = 0
+    for t in q.terms: n += ix.indptr[t + 1] - ix.indptr[t]
+    return n
+
+# %% ../nbs/api/32b_bm25_search.ipynb #20e330d2
+@_njit_once
+def _how(toks, ix:_Index, tune:_Tuning) -> int:
+    "How the term ids `toks` are searched: `_PASSAGES`, `_FLOOR` (then decided), `_UNANSWERED` or `_DAMAGED`."
+    if len(toks) == 0: return _UNANSWERED
     q = _query(toks); bad = _unusable(ix, q.terms)
-    if bad: return bad, 0
-    entries, heap = (ix.indptr[q.terms + 1] - ix.indptr[q.terms]).sum(), _heap(k)
-    floor = _floor(ix, q, k) if entries >= tune.prime else -np.inf  # see "Queries of frequent words"
-    if floor > -np.inf and entries >= tune.dense * len(ix.norm): scored = _windows(ix, q, floor, tune, heap)
-    else: scored = _passages(ix, q, floor, heap)
-    return (scored, 0) if scored < 0 else (_finish(heap, len(ix.norm), out_r, out_s), scored)
+    return bad if bad else _FLOOR if _entries(ix, q) >= tune.prime else _PASSAGES
 
 # %% ../nbs/api/32b_bm25_search.ipynb #daee83e7
-@_njit
-def _queries(qptr, qtok, i0:int, i1:int, k:int, ix:_Index, tune:_Tuning, out_r, out_s, got, scored):
-    "`_maxscore` of queries `i0:i1`, query `i` being `qtok[qptr[i]:qptr[i + 1]]`."
-    for i in range(i0, i1): got[i], scored[i] = _maxscore(qtok[qptr[i]:qptr[i + 1]], k, ix, tune, out_r[i], out_s[i])
+@_njit_entry
+def _plan(qptr, qtok, i0:int, i1:int, ix:_Index, tune:_Tuning, how):
+    "`_how` of queries `i0:i1` into `how`, query `i` being `qtok[qptr[i]:qptr[i + 1]]`."
+    for i in range(i0, i1): how[i] = _how(qtok[qptr[i]:qptr[i + 1]], ix, tune)
+
+# %% ../nbs/api/32b_bm25_search.ipynb #ec2087a1
+@_njit_entry
+def _floors(qptr, qtok, todo, k:int, ix:_Index, tune:_Tuning, how, floor):
+    "The floor of each of queries `todo` (see \"A floor first\"), and by windows or a passage at a time from it."
+    for i in todo:
+        q = _query(qtok[qptr[i]:qptr[i + 1]]); floor[i] = f = _floor(ix, q, k)
+        how[i] = _WINDOWS if f > -np.inf and _entries(ix, q) >= tune.dense * len(ix.norm) else _PASSAGES
+
+# %% ../nbs/api/32b_bm25_search.ipynb #fcf5a0c5
+@_njit_entry
+def _by_passages(qptr, qtok, todo, k:int, ix:_Index, floor, out_r, out_s, got, scored):
+    "Queries `todo` a passage at a time: top `k` into `out_r`, `out_s`, how many (-2: damaged), passages scored."
+    for i in todo:
+        q, heap = _query(qtok[qptr[i]:qptr[i + 1]]), _heap(k); n = _passages(ix, q, floor[i], heap)
+        got[i], scored[i] = (n, 0) if n < 0 else (_finish(heap, len(ix.norm), out_r[i], out_s[i]), n)
+
+# %% ../nbs/api/32b_bm25_search.ipynb #2e7bd375
+@_njit_entry
+def _by_windows(qptr, qtok, todo, k:int, ix:_Index, tune:_Tuning, floor, out_r, out_s, got, scored):
+    "`_by_passages` window by window."
+    for i in todo:
+        q, heap = _query(qtok[qptr[i]:qptr[i + 1]]), _heap(k); n = _windows(ix, q, floor[i], tune, heap)
+        got[i], scored[i] = (n, 0) if n < 0 else (_finish(heap, len(ix.norm), out_r[i], out_s[i]), n)
 
 # %% ../nbs/api/32b_bm25_search.ipynb #b1075e89
 def _on_threads(fn:Callable, n:int, threads:int, parts:int=8):
     "`fn(i0, i1)` over `0:n` in pieces, `parts` a thread, on `threads` threads (here if one)."
+    if n == 0: return
     if threads == 1 or n < 2: return fn(0, n)
     cut = np.linspace(0, n, min(n, parts * threads) + 1).astype(np.int64).tolist()
     with ThreadPoolExecutor(threads) as ex: list(ex.map(fn, cut[:-1], cut[1:]))  # an error drops the pieces not begun
@@ -309,13 +335,18 @@ class Pruned(NamedTuple):
 @patch_to(BM25Searcher)
 def pruned(self, queries:list[str], k:int, tune:_Tuning=_TUNING) -> Pruned:
     "The compiled search's top `k` of each of `queries`, on every core, and what it scored."
-    ids = [self.ids(q) for q in queries]; n = len(ids)
+    ids = [self.ids(q) for q in queries]; n, t, ix = len(ids), nb.get_num_threads(), self.index
     qptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
     qtok = np.concatenate(ids + [np.zeros(0, np.int64)])
     out = Pruned(np.zeros((n, k), np.int64), np.zeros((n, k)), np.zeros(n, np.int64), np.zeros(n, np.int64))
-    run = lambda i0, i1: _queries(qptr, qtok, i0, i1, k, self.index, tune, *out)
-    _on_threads(run, n, nb.get_num_threads()); self.release()
-    return out
+    how, floor = np.zeros(n, np.int64), np.full(n, -np.inf)
+    def each(way, fn):  # `fn` over the queries searched `way`, in pieces
+        todo = np.flatnonzero(how == way); _on_threads(lambda i0, i1: fn(todo[i0:i1]), len(todo), t)
+    _on_threads(lambda i0, i1: _plan(qptr, qtok, i0, i1, ix, tune, how), n, t)
+    each(_FLOOR, lambda todo: _floors(qptr, qtok, todo, k, ix, tune, how, floor)); np.copyto(out.got, how)
+    each(_PASSAGES, lambda todo: _by_passages(qptr, qtok, todo, k, ix, floor, *out))
+    each(_WINDOWS, lambda todo: _by_windows(qptr, qtok, todo, k, ix, tune, floor, *out))
+    self.release(); return out
 
 # %% ../nbs/api/32b_bm25_search.ipynb #42c4ba34
 @patch_to(BM25Searcher)
