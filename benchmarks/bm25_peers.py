@@ -35,7 +35,12 @@ into words, which for these letters-only texts gives the same tokens everywhere)
   pyterrier is imported but Java is not started (recorded as java_loaded).
 
 Measured, each step in its own niced process (peak RSS = ru_maxrss of that process, imports included):
-- build: seconds (reading the corpus file included), peak RSS, index size on disk; built with the largest of --threads;
+- build: seconds (reading the corpus file included), peak RSS, index size on disk; built with the largest of --threads
+  (the index the searches use), and with each count of --build-threads too, --build-repeats times each (the median
+  kept, every round in the JSON), every engine given the same count: fastbook's `processes` (counting processes beside
+  the one reading the corpus), tantivy's writer `num_threads`, PISA's `threads` (each beside Python's thread that
+  feeds it the documents); the builds table gives each engine's seconds a count, and fastbook's time over PISA's and
+  tantivy's (< 1: faster);
 - search, once per thread count t in --threads (OMP_NUM_THREADS=t): open = opening the index in a fresh process
   plus answering one query (PISA and others load lazily), the page cache warm from the build; per query set, queries/s
   of the whole set as one batch (best of --repeats after a warm-up pass), at the first thread count (1 by default)
@@ -47,7 +52,10 @@ Measured, each step in its own niced process (peak RSS = ru_maxrss of that proce
 Prints a markdown table per corpus size; --json FILE keeps every figure.
 Usage: python benchmarks/bm25_peers.py [--passages 200000 1000000] [--engines fastbook bm25s bm25s-mmap tantivy pisa]
          [--queries 500] [--threads 1 N] [--repeats 3] [--bm25s-max 1000000] [--seed 0] [--out DIR] [--json FILE]
+         [--build-threads 1 2] [--build-repeats 1] [--builds-only]
 Quick: python benchmarks/bm25_peers.py --passages 20000
+Builds at 1 and 2 threads (issue 43): python benchmarks/bm25_peers.py --engines fastbook tantivy pisa
+         --passages 200000 1000000 --build-threads 1 2 --build-repeats 3 --builds-only --out /work/bench/peers
 Without --out, corpus and indexes go to a new temporary folder, removed at the end.
 """
 import argparse, importlib, json, os, re, resource, shutil, subprocess, sys, tempfile, time
@@ -279,6 +287,36 @@ def table(n:int, res:dict, threads:list) -> str:
             lines.append('| ' + ' | '.join(row) + ' |')
     return '\n'.join(lines)
 
+def build_table(n:int, res:dict, bts:list) -> str:
+    "The markdown table of build seconds (medians) at each thread count of `bts`, fastbook's over PISA's and tantivy's."
+    med = {e: {t: r[t]['build_s'] for t in bts if 'build_s' in r.get(t, {})} for e, r in res.items()}
+    head = ['engine', *[f'build s {t}t' for t in bts]]
+    lines = [f'\n### builds, {n:,} passages (median of --build-repeats)\n', '| ' + ' | '.join(head) + ' |',
+             '|' + '---|' * len(head)]
+    lines += ['| ' + ' | '.join([e, *[fmt(m.get(t)) for t in bts]]) + ' |' for e, m in med.items()]
+    for peer in ('pisa', 'tantivy'):
+        if 'fastbook' in med and peer in med:
+            r = [med['fastbook'][t] / med[peer][t] if t in med['fastbook'] and t in med[peer] else None for t in bts]
+            lines.append('| ' + ' | '.join([f'fastbook / {peer}', *[fmt(x, '.2f') for x in r]]) + ' |')
+    return '\n'.join(lines)
+
+def build_rounds(e:str, d:Path, a, keep:int|None) -> tuple[dict, dict|None]:
+    """Engine `e` built --build-repeats times at each --build-threads count: {t: median's figures, rounds}; the build at
+    `keep` threads done last (the index the searches use) and its figures (None: no build kept)."""
+    out, kept = {}, None
+    for t in [x for x in a.build_threads if x != keep] + ([keep] if keep is not None else []):
+        reps = a.build_repeats if t in a.build_threads else 1
+        rs = [child('build', t, dir=d, engine=e) for _ in range(reps)]
+        if bad := [r for r in rs if 'build_s' not in r]:
+            print(f"{e}: {bad[0].get('skipped') or 'build failed: ' + bad[0]['error']}", file=sys.stderr)
+            return {t: bad[0]}, bad[0]
+        if t == keep: kept = rs[-1]
+        if t in a.build_threads:
+            s = sorted(r['build_s'] for r in rs)
+            out[t] = dict(build_s=float(np.median(s)), rounds=[r['build_s'] for r in rs])
+            print(f"{e}: built at {t} threads in {', '.join(f'{x:.2f}' for x in out[t]['rounds'])} s", file=sys.stderr)
+    return out, kept
+
 def run_size(n:int, a, root:Path) -> dict:
     "Corpus, builds and searches at `n` passages; the figures of each engine."
     d = root/f'synthetic-{n}-seed{a.seed}-q{a.queries}'; out = {}
@@ -289,12 +327,16 @@ def run_size(n:int, a, root:Path) -> dict:
         (d/'corpus.json').write_text(json.dumps(out['corpus']))
     print(f"corpus: {n:,} passages, {out['corpus']['mean_words']:.1f} words a passage", file=sys.stderr)
     qrels = [int(l.split('\t')[1][1:]) for l in (d/'qrels.tsv').read_text().splitlines()[1:]]
-    res, builds, bt = {}, {}, max(a.threads)
+    res, builds, bt, bres = {}, {}, max(a.threads), {}
     for e in a.engines:
+        if a.builds_only:
+            if e.startswith('bm25s') and n > a.bm25s_max: continue
+            if built(e) not in bres: bres[built(e)] = build_rounds(built(e), d, a, None)[0]
+            continue
         if e.startswith('bm25s') and n > a.bm25s_max:
             res[e] = dict(skipped=f'skipped above --bm25s-max {a.bm25s_max:,} passages (in-memory build)')
             print(f'{e}: {res[e]["skipped"]}', file=sys.stderr); continue
-        if built(e) not in builds: builds[built(e)] = child('build', bt, dir=d, engine=built(e))
+        if built(e) not in builds: bres[built(e)], builds[built(e)] = build_rounds(built(e), d, a, bt)
         b = builds[built(e)]
         if 'skipped' in b or 'error' in b:
             res[e] = b; print(f"{e}: {b.get('skipped') or 'build failed: ' + b['error']}", file=sys.stderr); continue
@@ -306,6 +348,8 @@ def run_size(n:int, a, root:Path) -> dict:
         res[e] = dict(build=b, first=first, search=s)
         qps = s[a.threads[0]]['sets']['selective']['qps']
         print(f"{e}: built in {b['build_s']:.1f} s, {qps:.0f} selective q/s", file=sys.stderr)
+    if a.build_threads: print(build_table(n, bres, a.build_threads), flush=True)
+    if a.builds_only: return dict(out, builds=bres)
     ref = res.get('fastbook', {}).get('search')
     for e, r in res.items():
         if 'search' in r:
@@ -316,7 +360,7 @@ def run_size(n:int, a, root:Path) -> dict:
         for s in r.get('search', {}).values():
             for x in s['sets'].values(): x.pop('rows', None)
         r.pop('stderr', None)
-    return dict(out, engines=res)
+    return dict(out, engines=res, builds=bres)
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
@@ -328,6 +372,10 @@ def main():
                    help='thread counts to search with (the first also times single queries; the largest builds)')
     p.add_argument('--repeats', type=int, default=3, help='timed passes over each query set (the best is kept)')
     p.add_argument('--bm25s-max', type=int, default=1_000_000, help='largest corpus bm25s is built for (in memory)')
+    p.add_argument('--build-threads', type=int, nargs='+', default=[],
+                   help='thread counts to build every engine with, besides the one the searches use (the builds table)')
+    p.add_argument('--build-repeats', type=int, default=1, help='builds at each --build-threads count (the median)')
+    p.add_argument('--builds-only', action='store_true', help='the builds table only: no search, no kept build')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--out', help='folder to keep corpus and indexes in (default: a temporary one, removed at the end)')
     p.add_argument('--json', help='file to write every figure to')
@@ -338,7 +386,9 @@ def main():
         a.threads, a.passages = a.threads[0], a.passages[0]
         print(json.dumps(dict(STEPS[a.step](a), load_1_5_15=os.getloadavg()))); return
     root = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix='bm25_peers-'))
+    if a.builds_only and not a.build_threads: p.error('--builds-only needs --build-threads')
     allres = dict(config=dict(engines=a.engines, queries=a.queries, threads=a.threads, repeats=a.repeats, seed=a.seed,
+                              build_threads=a.build_threads, build_repeats=a.build_repeats,
                               bm25s_max=a.bm25s_max, cpus=os.cpu_count(), python=sys.version.split()[0]), sizes={})
     try:
         for n in a.passages:

@@ -5,10 +5,10 @@
 # %% ../nbs/api/32_bm25_index.ipynb #45aa0b7d
 from __future__ import annotations
 import json, multiprocessing, signal, sys
-from array import array
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
-from itertools import chain, islice
+from functools import partial
+from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import numpy as np
@@ -20,17 +20,87 @@ from fastcore.basics import patch_to
 # %% auto #0
 __all__ = []
 
+# %% ../nbs/api/32_bm25_index.ipynb #b6a70a35
+_CHARS = '0123456789_abcdefghijklmnopqrstuvwxyz'  # ASCII `\w`, lower-cased: digits 1 to 37
+_CODE = bytes(_CHARS.find(chr(c).lower()) + 1 if chr(c).isalnum() or c == 95 else 0 for c in range(128)) + bytes(128)
+_MAXW, _WIDE = 12, 38 ** 12  # the longest word that is its own key; the first key of the others
+
+# %% ../nbs/api/32_bm25_index.ipynb #7e64d8cc
+def _short(codes:np.ndarray, starts:np.ndarray, ends:np.ndarray) -> np.ndarray:
+    "Keys of the words `starts[i]:ends[i]` of `codes` (`_CODE`s), cut at `_MAXW`; `codes[ends[i]]` (if any) is 0."
+    pad = np.append(codes, np.uint8(0)); lim = np.minimum(ends, starts + _MAXW); at = starts.copy()
+    hi, g = pad[at].astype(np.uint32), np.empty(len(at), np.uint8)
+    for k in range(1, _MAXW):  # 6 digits a half (38**6 < 2**32); past a word: its 0
+        if k == 6: top, hi = hi, np.zeros(len(at), np.uint32)
+        at += 1; np.minimum(at, lim, out=at); np.take(pad, at, out=g); hi *= np.uint32(38); hi += g
+    return top.astype(np.uint64) * np.uint64(38 ** 6) + hi
+
+# %% ../nbs/api/32_bm25_index.ipynb #ce3a502b
+def _other(w:str, table:dict) -> int:
+    "The key of word `w`, kept in `table`: `_short`'s if ASCII and at most `_MAXW` long, else the next from `_WIDE`."
+    if (k := table.get(w)) is None:
+        c = np.frombuffer(w.encode().translate(_CODE), np.uint8)
+        k = table[w] = int(_short(c, np.zeros(1, int), np.array([len(w)]))[0]) if w.isascii() and len(w) <= _MAXW \
+            else _WIDE + len(table)
+    return k
+
+# %% ../nbs/api/32_bm25_index.ipynb #bb723599
+def _ascii_keys(texts:list[str], table:dict) -> tuple[np.ndarray, np.ndarray]:
+    "The keys of the tokens of ASCII `texts`, in order (words over `_MAXW` characters by `_other`); each one's count."
+    s = '\n'.join(texts); codes = np.frombuffer(s.encode('ascii').translate(_CODE), np.uint8)
+    w = np.zeros(len(codes) + 2, np.int8); np.not_equal(codes, 0, out=w[1:-1].view(bool))
+    edges = np.flatnonzero(np.diff(w)); starts, ends = edges[::2], edges[1::2]
+    bounds = np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)) + 1)
+    keys = _short(codes, starts, ends)
+    for i in np.flatnonzero(ends - starts > _MAXW): keys[i] = _other(s[starts[i]:ends[i]].lower(), table)
+    return keys, np.diff(np.searchsorted(starts, bounds), prepend=0)
+
+# %% ../nbs/api/32_bm25_index.ipynb #c743c526
+def _keys(texts:list[str]) -> tuple[np.ndarray, np.ndarray, dict]:
+    "The keys of the tokens of `texts`, in order; each text's token count; the `table` of `_other`'s words."
+    table, asc = {}, np.fromiter(map(str.isascii, texts), bool, len(texts))
+    if asc.all(): return *_ascii_keys(texts, table), table
+    ka, la = _ascii_keys([t for t, a in zip(texts, asc) if a], table)
+    toks = [tokenize(t) for t, a in zip(texts, asc) if not a]
+    kb, lb = np.fromiter((_other(w, table) for ws in toks for w in ws), np.uint64), np.array([len(t) for t in toks])
+    lens = np.zeros(len(texts), np.int64); lens[asc], lens[~asc] = la, lb
+    first, keys = np.cumsum(lens) - lens, np.empty(int(lens.sum()), np.uint64)
+    for k, l, f in ((ka, la, first[asc]), (kb, lb, first[~asc])):
+        keys[np.repeat(f - (np.cumsum(l) - l), l) + np.arange(len(k))] = k
+    return keys, lens, table
+
+# %% ../nbs/api/32_bm25_index.ipynb #56fe837c
+def _words(keys:np.ndarray, table:dict) -> list[str]:
+    "The words of `keys`, as `_keys` made them with `table`."
+    short, out = keys < _WIDE, np.empty(len(keys), object)
+    digits = keys[short, None] // 38 ** np.arange(_MAXW, -1, -1, dtype=np.uint64) % np.uint64(38)  # and a 0
+    out[short] = np.frombuffer(b' ' + _CHARS.encode(), np.uint8)[digits].tobytes().decode('ascii').split()
+    if not short.all(): back = {k: w for w, k in table.items()}; out[~short] = [back[int(k)] for k in keys[~short]]
+    return out.tolist()
+
+# %% ../nbs/api/32_bm25_index.ipynb #863e94ee
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # an odd number: keys times it (mod 2**64) are distinct, their high bits random
+
+# %% ../nbs/api/32_bm25_index.ipynb #b78b0b7b
+def _numbered(keys:np.ndarray, mix:np.uint64=_MIX) -> tuple[np.ndarray, np.ndarray]:
+    "Each key's id, ids numbered in the order first met; the key of each id."
+    n = len(keys); bits = max(n.bit_length(), 1); low = np.uint64((1 << bits) - 1)
+    packed = np.sort(keys * mix & ~low | np.arange(n, dtype=np.uint64)); at = (packed & low).astype(np.int64)
+    h = packed >> np.uint64(bits); new = np.ones(n, bool); np.not_equal(h[1:], h[:-1], out=new[1:])
+    group, firsts = np.cumsum(new) - 1, at[new]
+    if not (keys[at] == keys[firsts][group]).all(): # a hash of two words
+        _, firsts, group = np.unique(keys, return_index=True, return_inverse=True); at = np.arange(n)
+    rank = np.empty(len(firsts), np.int64); rank[order := np.argsort(firsts)] = np.arange(len(firsts))
+    ids = np.empty(n, np.int64); ids[at] = rank[group]
+    return ids, keys[firsts[order]]
+
 # %% ../nbs/api/32_bm25_index.ipynb #24f13f79
 def _count(texts:list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     "A batch's words in the order first met; its (word, count) pairs passage by passage; each passage's pairs, tokens."
-    vocab, ids, lens = {}, array('i'), array('i')  # a passage's tokens at a time: never all held as strings
-    for text in texts:
-        tokens = tokenize(text); lens.append(len(tokens))
-        ids.extend([vocab.setdefault(t, len(vocab)) for t in tokens])
-    width, n = max(len(vocab), 1), np.frombuffer(lens, np.int32)
-    key, tfs = np.unique(np.repeat(np.arange(len(n)), n) * width + np.frombuffer(ids, np.int32), return_counts=True)
+    keys, n, table = _keys(texts); ids, first = _numbered(keys); width = max(len(first), 1)
+    key, tfs = np.unique(np.repeat(np.arange(len(n)), n) * width + ids, return_counts=True)
     doc, terms = np.divmod(key, width)  # sorted: passage by passage, its words in the order the batch met them
-    return list(vocab), *(a.astype(np.int32) for a in (terms, tfs, np.bincount(doc, minlength=len(n)), n))
+    return _words(first, table), *(a.astype(np.int32) for a in (terms, tfs, np.bincount(doc, minlength=len(n)), n))
 
 # %% ../nbs/api/32_bm25_index.ipynb #41ee08c5
 class _Postings:
@@ -41,8 +111,9 @@ class _Postings:
         self.files = {n: open(folder/f'{n}.tmp', 'wb') for n in self.names}
     def add(self, words:list[str], terms:np.ndarray, tfs:np.ndarray, uniq:np.ndarray, lens:np.ndarray):
         "Append a batch that `_count` counted, its words numbered in the vocabulary."
-        v = self.vocab
-        terms = np.fromiter((v.setdefault(w, len(v)) for w in words), np.int32, len(words))[terms]
+        v, n0 = self.vocab, len(self.vocab); ids = np.fromiter(map(v.get, words, repeat(-1)), np.int64, len(words))
+        new = np.flatnonzero(ids < 0); ids[new] = np.arange(n0, n0 + len(new))  # new words, in the order first met
+        v.update(zip(map(words.__getitem__, new), range(n0, n0 + len(new)))); terms = ids.astype(np.int32)[terms]
         self.df = np.pad(self.df, (0, len(v) - len(self.df))) + np.bincount(terms, minlength=len(v))
         for n, a in zip(self.names, (terms, tfs, uniq, lens)): self.files[n].write(a.tobytes())
 
@@ -61,11 +132,16 @@ def _batches(texts:Iterable[str], size:int) -> Iterator[list[str]]:
     while b := list(islice(it, size)): yield b
 
 # %% ../nbs/api/32_bm25_index.ipynb #3f35e481
-def _pool(processes:int) -> ProcessPoolExecutor:
-    "`processes` workers, forked on Linux (the system's default way elsewhere), Ctrl-C ignored in them."
+_STATE = {}  # a `_pool` worker's state
+
+def _start(state:dict):
+    "A worker's start: Ctrl-C ignored (the parent's to handle), `state` kept in `_STATE`."
+    signal.signal(signal.SIGINT, signal.SIG_IGN); _STATE.update(state)
+
+def _pool(processes:int, state:dict|None=None) -> ProcessPoolExecutor:
+    "`processes` workers started with `state`, forked on Linux (the system's default way elsewhere)."
     ctx = multiprocessing.get_context('fork' if sys.platform.startswith('linux') else None)
-    ignore = dict(initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
-    return ProcessPoolExecutor(processes, mp_context=ctx, **ignore)
+    return ProcessPoolExecutor(processes, mp_context=ctx, initializer=_start, initargs=(state or {},))
 
 # %% ../nbs/api/32_bm25_index.ipynb #0085d4ff
 def _counted(texts:Iterable[str], batch:int, processes:int) -> Iterator[tuple]:
@@ -89,8 +165,9 @@ def _norms(lens:np.ndarray, k1:float, b:float) -> np.ndarray:
 # %% ../nbs/api/32_bm25_index.ipynb #e45e962a
 def _scatter(cols:tuple, rows:np.ndarray, terms:np.ndarray, free:np.ndarray, *vals:np.ndarray):
     "Put the pairs' `rows` and `vals` in `cols` (rows first), in their columns' next free slots `free` (updated)."
-    order = np.argsort(terms, kind='stable'); t = terms[order]
-    counts = np.bincount(t, minlength=len(free))
+    order = np.argsort((terms & 0xFFFF).astype(np.uint16), kind='stable')  # NumPy's radix sort, 16 bits at a time
+    if len(free) > 1 << 16: order = order[np.argsort((terms[order] >> 16).astype(np.uint16), kind='stable')]
+    t = terms[order]; counts = np.bincount(t, minlength=len(free))
     slot = free[t] + np.arange(len(t)) - (np.cumsum(counts) - counts)[t]
     for a, v in zip(cols, (rows,) + vals): a[slot] = v[order]
     free += counts
@@ -170,27 +247,40 @@ def _open_columns(folder:Path, df:np.ndarray, tf_type) -> np.ndarray:
     return indptr
 
 # %% ../nbs/api/32_bm25_index.ipynb #52bd08db
+def _span(t:tuple[int, int], s:dict|None=None) -> tuple[np.ndarray, np.ndarray]:
+    "Write the columns of terms `t[0]:t[1]` into place, as settings `s` say: their blocks' bests and last rows."
+    (t0, t1), s = t, _STATE if s is None else s
+    rows, tfs, scores = _columns(s['folder'], t0, t1, s['indptr'], s['runs'], s['uniq'], s['score'], s['tf_type'])
+    for name, v in (('rows', rows), ('tfs', tfs), ('impacts', _impacts(scores, s['df'][t0:t1]))):
+        _write_at(s['folder']/f'postings.{name}.npy', int(s['indptr'][t0]), v)
+    return _blocks(rows, scores, s['df'][t0:t1], s['block'])
+
+# %% ../nbs/api/32_bm25_index.ipynb #3bb104a4
 def _second_pass(folder:Path, df:np.ndarray, indptr:np.ndarray, uniq:np.ndarray, score:Callable, tf_type,
-                 block:int, run:int, span:int) -> tuple[np.ndarray, np.ndarray]:
-    "Write the columns into place, `span` pairs at a time, each read in runs of `run` pairs: blocks' bests, last rows."
+                 block:int, run:int, span:int, processes:int=1) -> tuple[np.ndarray, np.ndarray]:
+    "Write the columns into place, `span` pairs at a time, read in runs of `run` pairs: blocks' bests, last rows."
     ends = np.cumsum(uniq, dtype=np.int64)
     runs = [(d0, d1, ends[d0 - 1] if d0 else 0, ends[d1 - 1]) for d0, d1 in _runs(ends, run)]
-    best, last = [], []
-    for t0, t1 in _runs(indptr[1:], span):
-        rows, tfs, scores = _columns(folder, t0, t1, indptr, runs, uniq, score, tf_type)
-        for name, v in (('rows', rows), ('tfs', tfs), ('impacts', _impacts(scores, df[t0:t1]))):
-            _write_at(folder/f'postings.{name}.npy', int(indptr[t0]), v)
-        for out, v in zip((best, last), _blocks(rows, scores, df[t0:t1], block)): out.append(v)
-    return np.concatenate(best), np.concatenate(last)
+    s = dict(folder=folder, df=df, indptr=indptr, uniq=uniq, score=score, tf_type=tf_type, block=block, runs=runs)
+    spans = _runs(indptr[1:], max(min(span // processes, -(-int(indptr[-1]) // processes)), 1))
+    if processes == 1 or len(spans) < 2: out = [_span(t, s) for t in spans]
+    else:
+        with _pool(min(processes, len(spans)), s) as ex: out = list(ex.map(_span, spans))
+    return tuple(np.concatenate(x) for x in zip(*out))
 
 # %% ../nbs/api/32_bm25_index.ipynb #6a8a88e8
 def _save_arrays(folder:Path, **arrays:np.ndarray):
     "Save each of `arrays` as `folder/<name>.npy`, a `_` in its name written `.`."
     for name, a in arrays.items(): np.save(folder/f"{name.replace('_', '.')}.npy", a)
 
+# %% ../nbs/api/32_bm25_index.ipynb #349c38de
+def _scores(idf:np.ndarray, scale:np.ndarray, norm:np.ndarray, terms:np.ndarray, tfs:np.ndarray, rows:np.ndarray):
+    "The scores of the pairs `terms`, `tfs`, `rows`, computed as the search's `_okapi` computes them."
+    return idf[terms] * (tfs / (norm[rows] + tfs)) * scale[terms]
+
 # %% ../nbs/api/32_bm25_index.ipynb #eb239561
 def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress:bool,
-                processes:int|None=None, # processes that count the passages (default: one a core)
+                processes:int|None=None, # processes that count passages, write postings (default: one a core)
                 block:int=_BLOCK,        # entries of a column a block (recorded in the manifest)
                 run:int=1 << 22, span:int=1 << 25, batch:int=10_000) -> dict:
     "Write a BM25 index of the streamed `texts` into `folder`, in bounded memory; the settings it used."
@@ -199,8 +289,8 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     block = positive_int(block, 'block'); post, lens, uniq, top = _first_pass(texts, folder, procs, batch)
     (idf, scale), norm = okapi_weights(post.df, len(lens), k1, eps), _norms(lens, k1, b)
     tf_type = np.min_scalar_type(top); indptr = _open_columns(folder, post.df, tf_type)
-    score = lambda terms, tfs, rows: idf[terms] * (tfs / (norm[rows] + tfs)) * scale[terms]  # as the search's `_okapi`
-    bmax, blast = _second_pass(folder, post.df, indptr, uniq, score, tf_type, block, run, span)
+    score = partial(_scores, idf, scale, norm)
+    bmax, blast = _second_pass(folder, post.df, indptr, uniq, score, tf_type, block, run, span, procs)
     bptr = np.concatenate([[0], np.cumsum(-(-post.df // block))]).astype(np.int64)
     _save_arrays(folder, blocks_max=bmax, blocks_last=blast, blocks_indptr=bptr, docs_norm=norm,
                  terms_max=np.maximum.reduceat(bmax, bptr[:-1]), terms_idf=idf, terms_scale=scale)
