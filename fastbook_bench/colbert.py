@@ -14,6 +14,7 @@ from .core import atomic_dir, cache_dir, cached_arrays, fingerprint, say_once
 from .checks import file_sha256
 from .models import (bundled_model_path, encode_each, encoding_key, is_offline, module_fingerprint,
                                    require_neural, resolve_model)
+from .colbert_queries import QueryEncoder, maxsim_scores
 from .retriever import Retriever
 
 # %% auto #0
@@ -164,9 +165,33 @@ def load_colbert(model:str|None=None, # hub id, folder or 'bundled' (default: `D
     say_once(f"fastbook_bench: {name} is not available ({err.splitlines()[0]}); using {BUNDLED_COLBERT}")
     return bundled()
 
+# %% ../nbs/api/16_colbert.ipynb #547d3ed4
+def _local_checkpoint(model:str|None) -> tuple[Path|None, str]:
+    "`model`'s checkpoint folder (None: not on disk) and name, by `load_colbert`'s rules, loading nothing."
+    name, bundled = model or DEFAULT_COLBERT, lambda: (bundled_colbert_checkpoint(), BUNDLED_COLBERT)
+    if name in ('bundled', BUNDLED_COLBERT): return bundled()
+    if name == DEFAULT_COLBERT and is_offline():
+        say_once(f"fastbook_bench: offline: using {BUNDLED_COLBERT} instead of {name}")
+        return bundled()
+    try: path = Path(resolve_model(name)).expanduser()
+    except ValueError as e:
+        if name != DEFAULT_COLBERT: return None, name   # `load_colbert` says why
+        say_once(f"fastbook_bench: {name} is not available ({str(e).splitlines()[0]}); using {BUNDLED_COLBERT}")
+        return bundled()
+    return (path.resolve() if path.is_dir() else None), name
+
+# %% ../nbs/api/16_colbert.ipynb #b2a3708c
+def _query_encoder(model:str|None, cache:bool=True) -> tuple[QueryEncoder, str]|None:
+    "`model`'s `QueryEncoder` and name, or None where RAGatouille must load it."
+    require_neural(f"the ColBERT model {model or DEFAULT_COLBERT!r}")
+    if not cache: return None
+    path, name = _local_checkpoint(model)
+    try: return (QueryEncoder(path), name) if path else None
+    except (ValueError, OSError, KeyError): return None   # RAGatouille says why
+
 # %% ../nbs/api/16_colbert.ipynb #ef1415c4
 class ColBERTRetriever(Retriever):
-    "Late-interaction (ColBERT) retrieval through RAGatouille's index-free encode + search."
+    "Late-interaction (ColBERT) retrieval: RAGatouille's index-free encode + search, its queries by `QueryEncoder`."
     name = 'colbert'
     def __init__(self, passages:Sequence[str],        # the collection to search
                  model:str|None=None,                 # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`)
@@ -175,12 +200,22 @@ class ColBERTRetriever(Retriever):
                  cache:bool=True,                     # use the user cache (encodings, bundled checkpoint)
                  progress:bool=False):                # show RAGatouille's encoding progress
         super().__init__(passages)
-        self.rag, self.model = load_colbert(model, cache=cache)
         store_attr('max_document_length,bsize,progress')
-        ckpt = self.rag.model.inference_ckpt
-        how = encoding_key(ckpt, bsize)
-        key = fingerprint('colbert', module_fingerprint(ckpt), str(max_document_length), how, self.passages)
+        self._rag, (self.encoder, self.model) = None, _query_encoder(model, cache) or (None, None)
+        if not self.encoder: self._rag, self.model = load_colbert(model, cache=cache)
+        enc = self.encoder or self._rag.model.inference_ckpt
+        fp = self.encoder.fingerprint if self.encoder else module_fingerprint(enc)
+        key = fingerprint('colbert', fp, str(max_document_length), encoding_key(enc, bsize), self.passages)
         self._restore(cached_arrays(key, self._encode, cache))
+
+# %% ../nbs/api/16_colbert.ipynb #4c8d3ae0
+@patch_to(ColBERTRetriever, as_prop=True)
+def rag(self):
+    "RAGatouille's model of the checkpoint, loaded on first use, with the passages' vectors on it."
+    if self._rag is None:
+        self._rag = _load_rag(str(self.encoder.path))
+        if hasattr(self, 'vectors'): self._restore(self._state)
+    return self._rag
 
 # %% ../nbs/api/16_colbert.ipynb #eb4f5ba6
 @patch_to(ColBERTRetriever)
@@ -191,6 +226,7 @@ def _doc_vectors(self, texts:Sequence[str], progress:bool=False):
     for d in encode_each(docs, texts, cpu=ckpt.device.type == 'cpu', batch_size=self.bsize, progress=progress):
         yield d.cpu().numpy()
 
+# %% ../nbs/api/16_colbert.ipynb #0675e378
 @patch_to(ColBERTRetriever)
 def _encode(self) -> dict[str, np.ndarray]:
     "Each passage's token vectors, encoded alone and padded to the length limit, and RAGatouille's masks."
@@ -206,23 +242,24 @@ def _encode(self) -> dict[str, np.ndarray]:
 # %% ../nbs/api/16_colbert.ipynb #27d81a58
 @patch_to(ColBERTRetriever)
 def _restore(self, state:dict[str, np.ndarray]):
-    "Put encoded passages on the RAGatouille model, as if `encode` had just run on them."
+    "Keep encoded passages as `vectors`, and put them on the RAGatouille model if loaded, as if `encode` had just run."
     import torch
-    m = self.rag.model
-    dev = m.inference_ckpt.device
+    dev, self._state = (self.encoder or self._rag.model.inference_ckpt).device, state
+    self.vectors = torch.from_numpy(np.asarray(state['embeddings'], dtype=np.float32)).to(dev)
+    if not (m := self._rag and self._rag.model): return
     m.inference_ckpt.doc_tokenizer.doc_maxlen = int(state['doc_maxlen'])
     m.inference_ckpt.colbert_config.max_doclen = int(state['max_doclen'])
     m.inference_ckpt_len_set = True
-    m.in_memory_collection, m.in_memory_metadata = list(self.passages), None
-    m.in_memory_embed_docs = torch.from_numpy(np.asarray(state['embeddings'], dtype=np.float32)).to(dev)
+    m.in_memory_collection, m.in_memory_metadata, m.in_memory_embed_docs = list(self.passages), None, self.vectors
     m.doc_masks = torch.from_numpy(np.asarray(state['doc_masks'], dtype=np.float32)).to(dev)
 
 # %% ../nbs/api/16_colbert.ipynb #e9ac00fd
 @patch_to(ColBERTRetriever)
 def _scores(self, queries:list[str]) -> list[np.ndarray]:
-    "MaxSim score of every passage for each of `queries`, one RAGatouille call a query."
+    "MaxSim score of every passage for each of `queries`, one query a call."
     out = []
     for q in queries:
+        if self.encoder and self.passages: out.append(maxsim_scores(self.vectors, self.encoder.encode(q))); continue
         out.append(s := np.full(len(self), -np.inf))
         if not self.passages: continue
         with _quiet(), contextlib.redirect_stderr(io.StringIO()):
@@ -230,10 +267,12 @@ def _scores(self, queries:list[str]) -> list[np.ndarray]:
         for r in hits: s[r['result_index']] = r['score']
     return out
 
+# %% ../nbs/api/16_colbert.ipynb #e2067b52
 @patch_to(ColBERTRetriever)
 def scores(self, queries:list[str]):
-    "MaxSim score of every passage for each query, computed on one thread (`encode_each`)."
-    yield from encode_each(self._scores, queries, cpu=self.rag.model.inference_ckpt.device.type == 'cpu', threads=1)
+    "MaxSim score of every passage for each query, torch on one thread a call (`encode_each`)."
+    cpu, threads = self.vectors.device.type == 'cpu', None if self.encoder else 1
+    yield from encode_each(self._scores, queries, cpu=cpu, threads=threads)
 
 # %% ../nbs/api/16_colbert.ipynb #2d970195
 @patch_to(ColBERTRetriever)
