@@ -146,38 +146,38 @@ def _load_bundled(cache:bool=True) -> tuple[object, str]:
         return _load_rag(str(bundled_colbert_checkpoint(dest=Path(d)/'minilm-colbert-seed0'))), BUNDLED_COLBERT
 
 # %% ../nbs/api/16_colbert.ipynb #a35aeee2
+def _stand_in(model:str|None, err:str|None=None) -> tuple[str, bool]:
+    "The model asked for; whether the bundled one stands in (offline, or `err`: the default failed to load)."
+    name = model or DEFAULT_COLBERT
+    if name in ('bundled', BUNDLED_COLBERT): return name, True
+    if name != DEFAULT_COLBERT: return name, False
+    if err: say_once(f"fastbook_bench: {name} is not available ({err.splitlines()[0]}); using {BUNDLED_COLBERT}")
+    elif is_offline(): say_once(f"fastbook_bench: offline: using {BUNDLED_COLBERT} instead of {name}")
+    return name, bool(err) or is_offline()
+
 def load_colbert(model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_COLBERT`, with the fallback)
                  *, cache:bool=True   # False: build the bundled checkpoint in a temporary folder, not the user cache
                 ) -> tuple[object, str]:
     "A RAGatouille `RAGPretrainedModel` and the name of the model actually loaded."
-    name = model or DEFAULT_COLBERT
-    require_neural(f"the ColBERT model {name!r}")
-    bundled = partial(_load_bundled, cache)
-    if name in ('bundled', BUNDLED_COLBERT): return bundled()
-    if name == DEFAULT_COLBERT and is_offline():
-        say_once(f"fastbook_bench: offline: using {BUNDLED_COLBERT} instead of {name}")
-        return bundled()
+    require_neural(f"the ColBERT model {(model or DEFAULT_COLBERT)!r}")
+    name, stand_in = _stand_in(model)
+    if stand_in: return _load_bundled(cache)
     with _quiet():  # a half-built model prints when it is deleted: let that happen in here
         try: return _load_rag(resolve_model(name)), name
         except Exception as e: err = str(e) or type(e).__name__
         gc.collect()
-    if name != DEFAULT_COLBERT: raise ValueError(f"Could not load the ColBERT model {name!r}: {err}")
-    say_once(f"fastbook_bench: {name} is not available ({err.splitlines()[0]}); using {BUNDLED_COLBERT}")
-    return bundled()
+    if not _stand_in(name, err)[1]: raise ValueError(f"Could not load the ColBERT model {name!r}: {err}")
+    return _load_bundled(cache)
 
 # %% ../nbs/api/16_colbert.ipynb #547d3ed4
 def _local_checkpoint(model:str|None) -> tuple[Path|None, str]:
     "`model`'s checkpoint folder (None: not on disk) and name, by `load_colbert`'s rules, loading nothing."
-    name, bundled = model or DEFAULT_COLBERT, lambda: (bundled_colbert_checkpoint(), BUNDLED_COLBERT)
-    if name in ('bundled', BUNDLED_COLBERT): return bundled()
-    if name == DEFAULT_COLBERT and is_offline():
-        say_once(f"fastbook_bench: offline: using {BUNDLED_COLBERT} instead of {name}")
-        return bundled()
-    try: path = Path(resolve_model(name)).expanduser()
+    name, stand_in = _stand_in(model)
+    try: path = None if stand_in else Path(resolve_model(name)).expanduser()
     except ValueError as e:
-        if name != DEFAULT_COLBERT: return None, name   # `load_colbert` says why
-        say_once(f"fastbook_bench: {name} is not available ({str(e).splitlines()[0]}); using {BUNDLED_COLBERT}")
-        return bundled()
+        if not _stand_in(name, str(e))[1]: return None, name   # `load_colbert` says why
+        stand_in = True
+    if stand_in: return bundled_colbert_checkpoint(), BUNDLED_COLBERT
     return (path.resolve() if path.is_dir() else None), name
 
 # %% ../nbs/api/16_colbert.ipynb #b2a3708c
