@@ -14,6 +14,7 @@ from .bm25_index import _IMPACT, _bm25_build
 from .bm25_maxscore import (_DAMAGED, _MARGIN, _UNANSWERED, _ZERO, _Heap, _Index, _Query, _Walk, _at, _by_bound,
     _block_start, _cannot_reach, _essential_from, _exact, _finish, _first, _floor, _full, _heap, _load_index, _look_up,
     _njit, _njit_entry, _njit_fixed, _njit_once, _passages, _push, _query, _score, _skip_blocks, _walk)
+from .checks import positive_int
 from .fts import tokenize
 from .index import IndexKind
 from .methods import BuildOptions
@@ -335,6 +336,7 @@ class Pruned(NamedTuple):
 @patch_to(BM25Searcher)
 def pruned(self, queries:list[str], k:int, tune:_Tuning=_TUNING) -> Pruned:
     "The compiled search's top `k` of each of `queries`, on every core, and what it scored."
+    k = positive_int(k, 'k')
     ids = [self.ids(q) for q in queries]; n, t, ix = len(ids), nb.get_num_threads(), self.index
     qptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
     qtok = np.concatenate(ids + [np.zeros(0, np.int64)])
