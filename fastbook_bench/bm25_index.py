@@ -4,15 +4,14 @@
 
 # %% ../nbs/api/32_bm25_index.ipynb #45aa0b7d
 from __future__ import annotations
-import json, multiprocessing, signal, sys
+import json
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from itertools import chain, islice, repeat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import numpy as np
-from .checks import available_cores, load_array, positive_int
+from .checks import WORKER_STATE, available_cores, load_array, positive_int, process_pool
 from .fts import BM25_PARAMS, okapi_weights, tokenize
 from .methods import BuildOptions
 from fastcore.basics import patch_to
@@ -131,24 +130,12 @@ def _batches(texts:Iterable[str], size:int) -> Iterator[list[str]]:
     it = iter(texts)
     while b := list(islice(it, size)): yield b
 
-# %% ../nbs/api/32_bm25_index.ipynb #3f35e481
-_STATE = {}  # a `_pool` worker's state
-
-def _start(state:dict):
-    "A worker's start: Ctrl-C ignored (the parent's to handle), `state` kept in `_STATE`."
-    signal.signal(signal.SIGINT, signal.SIG_IGN); _STATE.update(state)
-
-def _pool(processes:int, state:dict|None=None) -> ProcessPoolExecutor:
-    "`processes` workers started with `state`, forked on Linux (the system's default way elsewhere)."
-    ctx = multiprocessing.get_context('fork' if sys.platform.startswith('linux') else None)
-    return ProcessPoolExecutor(processes, mp_context=ctx, initializer=_start, initargs=(state or {},))
-
 # %% ../nbs/api/32_bm25_index.ipynb #0085d4ff
 def _counted(texts:Iterable[str], batch:int, processes:int) -> Iterator[tuple]:
     "`_count` of each `batch` of `texts`, in order: here, or in `processes` workers if there are two batches or more."
     it = _batches(texts, batch); head = list(islice(it, 2))
     if processes == 1 or len(head) < 2: yield from map(_count, chain(head, it)); return
-    with _pool(processes) as ex:
+    with process_pool(processes) as ex:
         pending = deque(ex.submit(_count, b) for b in head)
         try:
             for b in it:
@@ -249,7 +236,7 @@ def _open_columns(folder:Path, df:np.ndarray, tf_type) -> np.ndarray:
 # %% ../nbs/api/32_bm25_index.ipynb #52bd08db
 def _span(t:tuple[int, int], s:dict|None=None) -> tuple[np.ndarray, np.ndarray]:
     "Write the columns of terms `t[0]:t[1]` into place, as settings `s` say: their blocks' bests and last rows."
-    (t0, t1), s = t, _STATE if s is None else s
+    (t0, t1), s = t, WORKER_STATE if s is None else s
     rows, tfs, scores = _columns(s['folder'], t0, t1, s['indptr'], s['runs'], s['uniq'], s['score'], s['tf_type'])
     for name, v in (('rows', rows), ('tfs', tfs), ('impacts', _impacts(scores, s['df'][t0:t1]))):
         _write_at(s['folder']/f'postings.{name}.npy', int(s['indptr'][t0]), v)
@@ -265,7 +252,7 @@ def _second_pass(folder:Path, df:np.ndarray, indptr:np.ndarray, uniq:np.ndarray,
     spans = _runs(indptr[1:], max(min(span // processes, -(-int(indptr[-1]) // processes)), 1))
     if processes == 1 or len(spans) < 2: out = [_span(t, s) for t in spans]
     else:
-        with _pool(min(processes, len(spans)), s) as ex: out = list(ex.map(_span, spans))
+        with process_pool(min(processes, len(spans)), s) as ex: out = list(ex.map(_span, spans))
     return tuple(np.concatenate(x) for x in zip(*out))
 
 # %% ../nbs/api/32_bm25_index.ipynb #6a8a88e8

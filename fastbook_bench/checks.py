@@ -11,8 +11,8 @@ import numpy as np
 from .core import _stream
 
 # %% auto #0
-__all__ = ['positive_int', 'split_list', 'positive_ints', 'available_cores', 'check_writable', 'file_sha256', 'file_records',
-           'inside', 'check_files', 'load_array', 'check_not_input']
+__all__ = ['WORKER_STATE', 'positive_int', 'split_list', 'positive_ints', 'available_cores', 'process_pool', 'check_writable',
+           'file_sha256', 'file_records', 'inside', 'check_files', 'load_array', 'check_not_input']
 
 # %% ../nbs/api/00a_checks.ipynb #993fc1dd
 def positive_int(value, # a count: a cutoff, a concurrency, a number of lists to probe
@@ -46,6 +46,21 @@ def positive_ints(value, name:str) -> list[int]:
 def available_cores() -> int:
     "The cores this process may run on (its CPU affinity where the system says), at least 1."
     return len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count() or 1
+
+# %% ../nbs/api/00a_checks.ipynb #ab7dcdf8
+WORKER_STATE = {}  # the `state` a `process_pool` worker was started with
+
+def _start(state:dict):
+    "A worker's start: Ctrl-C ignored (the parent's to handle), `state` kept in `WORKER_STATE`."
+    import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); WORKER_STATE.update(state)
+
+def process_pool(processes:int,        # workers
+                 state:dict|None=None  # what each worker finds in `WORKER_STATE`
+                ) -> ProcessPoolExecutor:
+    "`processes` workers started with `state`, forked on Linux (the system's default way elsewhere)."
+    import multiprocessing, sys; from concurrent.futures import ProcessPoolExecutor  # imported when used
+    ctx = multiprocessing.get_context('fork' if sys.platform.startswith('linux') else None)
+    return ProcessPoolExecutor(processes, mp_context=ctx, initializer=_start, initargs=(state or {},))
 
 # %% ../nbs/api/00a_checks.ipynb #855ea931
 def check_writable(path:str|Path, # where a file (or, with `folder`, a folder) will be written

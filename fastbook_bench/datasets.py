@@ -9,40 +9,70 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 from .core import atomic_write
+from .checks import available_cores, positive_int, process_pool
 from .textfiles import FormatError, _checked, _no_file, _warn_unknown, iter_jsonl, iter_lines
 from .tsv_files import _expected_qrels, _tsv_queries, _tsv_records
 from .irds import _irds_part, _irds_qrels, _irds_records, _irds_split, _is_irds, _named
 
 # %% auto #0
-__all__ = ['iter_corpus', 'read_corpus', 'read_queries', 'read_qrels', 'Dataset', 'write_qrels', 'write_dataset', 'dataset_files',
-           'load_dataset', 'corpus_file']
+__all__ = ['iter_corpus', 'read_corpus', 'check_corpus', 'read_queries', 'read_qrels', 'Dataset', 'write_qrels', 'write_dataset',
+           'dataset_files', 'load_dataset', 'corpus_file']
 
 # %% ../nbs/api/19_datasets.ipynb #808c24c3
-def _records(path:str|Path, kind:str) -> Iterator[tuple[str, dict]]:
+def _records(path:str|Path, kind:str, part:tuple[int, int]=(0, 1)) -> Iterator[tuple[str, dict]]:
     "(id, record) of each line of a corpus or queries file, checking the id and the text."
     seen = {}
-    for n, o in iter_jsonl(path):
-        i, where = o.get('_id', o.get('id')), f"{path}, line {n}"
+    for n, o in iter_jsonl(path, part):
+        i, t, title = o.get('_id', o.get('id')), o.get('text'), o.get('title')
         if isinstance(i, bool) or not isinstance(i, (str, int)) or i == '':
-            raise FormatError(f"{where}: no {kind} id (a non-empty '_id' or 'id' string)")
-        if not isinstance(o.get('text'), str): raise FormatError(f"{where}: {kind} {str(i)!r} has no 'text' string")
-        title = o['title'] if isinstance(o.get('title'), str) else ''
-        yield _checked(str(i), o['text'] + title, kind, path, n, seen), o
+            raise FormatError(f"{path}, line {n}: no {kind} id (a non-empty '_id' or 'id' string)")
+        if not isinstance(t, str): raise FormatError(f"{path}, line {n}: {kind} {str(i)!r} has no 'text' string")
+        yield _checked(str(i), t + title if isinstance(title, str) else t, kind, path, n, seen), o
 
 # %% ../nbs/api/19_datasets.ipynb #7a6693ee
-def iter_corpus(path:str|Path # corpus.jsonl, passages.jl, collection.tsv (optionally .gz), or `irds:<id>`
+def iter_corpus(path:str|Path, # corpus.jsonl, passages.jl, collection.tsv (optionally .gz), or `irds:<id>`
+                part:tuple[int, int]=(0, 1) # (i, k): the records of the i-th of k byte ranges of a file (`iter_lines`)
                ) -> Iterator[tuple[str, str]]:
     "(doc id, text) of each record, streamed; a non-empty title is joined before the text with a space."
-    if _is_irds(path): yield from _irds_records(path, 'document'); return
-    if str(path).lower().endswith(('.tsv', '.tsv.gz')): yield from _tsv_records(path, 'document'); return
-    for i, o in _records(path, 'document'):
-        yield i, f"{o['title']} {o['text']}" if isinstance(o.get('title'), str) and o['title'].strip() else o['text']
+    if _is_irds(path) and part == (0, 1): yield from _irds_records(path, 'document'); return
+    if _is_irds(path): raise ValueError(f"{_named(path)}: an ir_datasets corpus is read whole, not in parts")
+    if str(path).lower().endswith(('.tsv', '.tsv.gz')):
+        yield from _tsv_records(path, 'document', iter_lines(path, part=part)); return
+    for i, o in _records(path, 'document', part):
+        t = o.get('title')
+        yield i, f"{t} {o['text']}" if isinstance(t, str) and t.strip() else o['text']
 
 # %% ../nbs/api/19_datasets.ipynb #d68ba2ee
 def read_corpus(path:str|Path # a corpus, as `iter_corpus` reads it
                ) -> dict[str, str]:
     "Doc id -> text, a non-empty title joined before the text with a space."
     return dict(iter_corpus(path))
+
+# %% ../nbs/api/19_datasets.ipynb #0dc601f3
+def _part_ids(path:Path, part:tuple[int, int]) -> tuple[list[str], FormatError|None]:
+    "The ids of `part` of `path`, checked, up to its first error; and that error (or None)."
+    ids = []
+    try:
+        for i, _ in iter_corpus(path, part): ids.append(i)
+    except FormatError as e: return ids, e
+    return ids, None
+
+def check_corpus(path:str|Path,           # a corpus, as `iter_corpus` reads it
+                 processes:int|None=None, # processes reading a file's parts at once (default: one a core)
+                 min_part:int=1 << 24     # bytes a part holds at least
+                ) -> int:
+    "The number of documents of `path`, every record read and checked (`iter_corpus`'s first error raised)."
+    k = available_cores() if processes is None else positive_int(processes, 'processes')
+    p = None if _is_irds(path) or str(path).endswith('.gz') else Path(path)
+    if p and p.is_file(): k = min(k, p.stat().st_size // positive_int(min_part, 'min_part'))
+    if not p or k < 2: return sum(1 for _ in iter_corpus(path))
+    with process_pool(k) as ex: parts = list(ex.map(_part_ids, [p] * k, [(i, k) for i in range(k)]))
+    seen = set()
+    for ids, err in parts:
+        if not seen.isdisjoint(ids): return sum(1 for _ in iter_corpus(path))  # raises in order
+        if err: raise err
+        seen.update(ids)
+    return len(seen)
 
 # %% ../nbs/api/19_datasets.ipynb #e89554ce
 def read_queries(path:str|Path,        # queries.jsonl, questions.jl, a .tsv (optionally .gz), or `irds:<id>`

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 from .core import HeldDir, atomic_write, staged_dir
 from .checks import check_files, check_not_input, check_writable, file_records, file_sha256, load_array
-from .datasets import corpus_file, iter_corpus
+from .datasets import check_corpus, corpus_file, iter_corpus
 from .irds import _is_irds, _named
 from .methods import BuildOptions
 from .retriever import DamagedScores, check_search
@@ -181,13 +181,12 @@ def _kind_engine(kind:IndexKind, # the index kind asked for
     return {} if kind.engines == ('local',) else dict(engine=eng)
 
 # %% ../nbs/api/31_index.ipynb #82f437be
-def _first_pass(src) -> tuple[int, str|None]:
-    "The number of documents of `src`, each read and checked; an ir_datasets corpus's sha256 of its records too."
-    h, n, irds = hashlib.sha256(), 0, _is_irds(src)
-    for i, t in iter_corpus(src):
-        n += 1
-        if irds: h.update(json.dumps([i, t], ensure_ascii=False).encode('utf-8') + b'\n')
-    return n, h.hexdigest() if irds else None
+def _first_pass(src, processes:int|None) -> tuple[int, str|None]:
+    "The number of documents of `src`, each read and checked (a file by `processes`); an ir_datasets corpus's sha256."
+    if not _is_irds(src): return check_corpus(src, processes), None
+    h, n = hashlib.sha256(), 0
+    for i, t in iter_corpus(src): n += 1; h.update(json.dumps([i, t], ensure_ascii=False).encode('utf-8') + b'\n')
+    return n, h.hexdigest()
 
 # %% ../nbs/api/31_index.ipynb #e8e6277c
 def _corpus_record(src, n:int, digest:str|None) -> dict:
@@ -214,7 +213,7 @@ def build_index(corpus:str|Path, # a corpus file, a dataset folder or `irds:<id>
     kind, src, out, o = index_kind(method), corpus_file(corpus), Path(out), options or BuildOptions()
     _check_options(kind, kind_options); check_not_input(out, [None if _is_irds(src) else src]); _check_out(out)
     check_writable(out.resolve().parent, 'out', folder=True)  # where the staging folder goes
-    n, digest = _first_pass(src)
+    n, digest = _first_pass(src, kind_options.get('processes'))
     if not n: raise ValueError(f"{_named(src)}: no documents")
     eng = _kind_engine(kind, engine, ray_address)
     def build(tmp:Path):

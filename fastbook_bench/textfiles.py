@@ -28,15 +28,33 @@ def _open_bytes(path:Path):
     if not path.is_file(): raise _no_file(path)
     return gzip.open(path, 'rb') if path.suffix == '.gz' else open(path, 'rb')
 
+# %% ../nbs/api/18a_textfiles.ipynb #48af010c
+def _part(f, path:Path, part:tuple[int, int]) -> tuple[int, int|None]:
+    "Seek `f` to the first line of `part` `(i, k)`: (its number, the byte where the part ends; None: the file's end)."
+    i, k = part
+    if (i, k) == (0, 1): return 1, None
+    if not 0 <= i < k: raise ValueError(f"`part` must be (i, k) with 0 <= i < k, got {part}")
+    if path.suffix == '.gz': raise ValueError(f"{path}: a gzipped file is read whole, not in parts")
+    total = f.seek(0, 2)
+    def cut(j):  # the first line start at or past byte total * j // k
+        at = total * j // k
+        if j == k or not at: return at
+        f.seek(at - 1); f.readline(); return f.tell()
+    start, end = cut(i), cut(i + 1); f.seek(0)
+    n = 1 + sum(f.read(min(1 << 24, start - at)).count(b'\n') for at in range(0, start, 1 << 24))
+    f.seek(start); return n, end
+
 # %% ../nbs/api/18a_textfiles.ipynb #0f8e1a57
-def iter_lines(path:str|Path, # a UTF-8 text file, optionally gzipped
-               size:int=1<<22 # bytes read at a time (a longer line is read whole)
+def iter_lines(path:str|Path,  # a UTF-8 text file, optionally gzipped
+               size:int=1<<22, # bytes read at a time (a longer line is read whole)
+               part:tuple[int, int]=(0, 1) # (i, k): the lines that start in the i-th of k byte ranges (not a .gz)
               ) -> Iterator[tuple[int, str]]:
     "(line number, line) for each line of `path`, streamed; a line that is not UTF-8 is a `FormatError` naming it."
-    path, n, rest, size = Path(path), 1, [], positive_int(size, 'size')
+    path, rest, size = Path(path), [], positive_int(size, 'size')
     with _open_bytes(path) as f:
+        n, end = _part(f, path, part)
         while True:
-            try: data = f.read1(size)  # one read: a .gz fails after the lines before its damage
+            try: data = f.read1(size if end is None else min(size, end - f.tell()))  # one read: see a .gz's damage
             except (OSError, EOFError, zlib.error) as e:
                 raise FormatError(f"{path}, line {n}: cannot be read ({type(e).__name__}: {e})") from None
             cut = data.rfind(b'\n') + 1  # at the end (no data), the rest is the last line
@@ -59,13 +77,14 @@ def _decoded(block:bytes, path:Path, n:int) -> list[str]:
     return [l.rstrip('\r') for l in lines] if '\r' in text else lines
 
 # %% ../nbs/api/18a_textfiles.ipynb #8c4d69bb
-def iter_jsonl(path:str|Path # a JSON-lines file, optionally gzipped
+def iter_jsonl(path:str|Path, # a JSON-lines file, optionally gzipped
+               part:tuple[int, int]=(0, 1) # (i, k): the lines of the i-th of k byte ranges (`iter_lines`)
               ) -> Iterator[tuple[int, dict]]:
     "(line number, object) for each non-blank line of a JSON-lines file, streamed."
-    for n, line in iter_lines(path):
-        if not line.strip(): continue
+    for n, line in iter_lines(path, part=part):
         try: obj = json.loads(line)
         except json.JSONDecodeError as e:
+            if not line.strip(): continue  # a blank line: met here, not stripped on every line
             raise FormatError(f"{path}, line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
         except RecursionError: raise FormatError(f"{path}, line {n}: JSON nested too deep") from None
         if not isinstance(obj, dict):
@@ -75,6 +94,7 @@ def iter_jsonl(path:str|Path # a JSON-lines file, optionally gzipped
 # %% ../nbs/api/18a_textfiles.ipynb #f7fc6611
 def _checked(i:str, text:str, kind:str, path, n:int, seen:dict, unit:str='line') -> str:
     "Id `i` of record `n` of `path`, checked: not empty, no whitespace, not in `seen` (id -> n), no lone surrogate."
+    if i and i not in seen and i.split() == [i] and i.isascii() and text.isascii(): seen[i] = n; return i  # as most are
     where = f"{path}, {unit} {n}"
     if not i: raise FormatError(f"{where}: no {kind} id")
     if i.split() != [i]: raise FormatError(f"{where}: {kind} id {i!r} holds whitespace")  # as isspace() says
