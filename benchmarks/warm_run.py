@@ -4,7 +4,7 @@ Each run is a fresh process (interpreter start, imports, reading the cache, scor
 start to exit. The cache (FASTBOOK_BENCH_CACHE, a temporary folder) is filled first by an untimed run of each command.
 With --before DIR (a checkout of the code to compare, put first on PYTHONPATH), the old and the new code run in
 alternation, their order reversed every other round, each with a cache of its own filled the same way, and their
-output files are compared byte for byte. Prints every round and the median.
+output files are compared byte for byte. Prints every round, the median and whether it meets issue 43's target.
 Usage: python benchmarks/warm_run.py [--repeat 5] [--before /work/before43] [--data DIR]
 Quick: python benchmarks/warm_run.py --repeat 1 --runs colbert
 """
@@ -12,6 +12,7 @@ import argparse, filecmp, os, statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
 RUNS = {'colbert': ['--methods', 'colbert'], 'default': []}
+TARGETS = {'colbert': 5.0, 'default': 8.0}  # issue 43: the warm runs' medians, seconds
 
 def run(cmd, env) -> float:
     "Wall-clock seconds of `cmd` (exits on failure)."
@@ -43,6 +44,8 @@ def main():
                 for s in (list(sides) if r % 2 == 0 else list(sides)[::-1]): times[s].append(run(cmd(s), env[s]))
             for s, ts in times.items():
                 print(f"warm {name:8s} {s:6s} median {statistics.median(ts):6.2f} s  rounds: " + ' '.join(f'{t:.2f}' for t in ts))
+            met = statistics.median(times['after']) <= TARGETS[name]
+            print(f"warm {name:8s} target <= {TARGETS[name]:g} s: {'met' if met else 'NOT met'}")
             if 'before' in sides:
                 same = [f for f in ('summary.csv', 'per_question.csv')
                         if filecmp.cmp(f'{tmp}/{name}-after/{f}', f'{tmp}/{name}-before/{f}', shallow=False)]

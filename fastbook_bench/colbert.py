@@ -4,7 +4,7 @@
 
 # %% ../nbs/api/16_colbert.ipynb #78bb71b3
 from __future__ import annotations
-import contextlib, gc, hashlib, io, json, sys, tempfile, warnings
+import contextlib, gc, io, json, sys, tempfile, warnings
 from functools import partial
 from pathlib import Path
 from typing import Sequence
@@ -14,8 +14,8 @@ from .core import atomic_dir, cache_dir, cached_arrays, fingerprint, say_once
 from .checks import file_sha256
 from .models import (bundled_model_path, encode_each, encoding_key, is_offline, module_fingerprint,
                                    require_neural, resolve_model)
-from .colbert_queries import QueryEncoder, maxsim_scores
-from .retriever import Retriever
+from .colbert_queries import QueryEncoder, _check_folder, maxsim_scores, query_vectors
+from .retriever import Retriever, check_search, top_k
 
 # %% auto #0
 __all__ = ['DEFAULT_COLBERT', 'BUNDLED_COLBERT', 'make_colbert_checkpoint', 'bundled_colbert_checkpoint', 'load_colbert',
@@ -105,15 +105,6 @@ def _quiet():
         warnings.simplefilter('ignore')
         yield
 
-# %% ../nbs/api/16_colbert.ipynb #dd017df1
-def _check_folder(path:Path):
-    "Raise a clear error unless `path` looks like a ColBERT checkpoint folder (a config and weights)."
-    weights = ('model.safetensors', 'pytorch_model.bin', 'model.safetensors.index.json', 'pytorch_model.bin.index.json')
-    if not path.is_dir(): raise ValueError(f"{path} is not a ColBERT checkpoint: not a folder")
-    if not (path/'config.json').is_file(): raise ValueError(f"{path} is not a ColBERT checkpoint: no config.json")
-    if not any((path/w).is_file() for w in weights):
-        raise ValueError(f"{path} is not a ColBERT checkpoint: no model.safetensors or pytorch_model.bin")
-
 # %% ../nbs/api/16_colbert.ipynb #bb38ca1f
 @contextlib.contextmanager
 def _without_extension():
@@ -200,7 +191,7 @@ class ColBERTRetriever(Retriever):
                  cache:bool=True,                     # use the user cache (encodings, bundled checkpoint)
                  progress:bool=False):                # show RAGatouille's encoding progress
         super().__init__(passages)
-        store_attr('max_document_length,bsize,progress')
+        store_attr('max_document_length,bsize,cache,progress')
         self._rag, (self.encoder, self.model) = None, _query_encoder(model, cache) or (None, None)
         if not self.encoder: self._rag, self.model = load_colbert(model, cache=cache)
         enc = self.encoder or self._rag.model.inference_ckpt
@@ -256,10 +247,9 @@ def _restore(self, state:dict[str, np.ndarray]):
 # %% ../nbs/api/16_colbert.ipynb #e9ac00fd
 @patch_to(ColBERTRetriever)
 def _scores(self, queries:list[str]) -> list[np.ndarray]:
-    "MaxSim score of every passage for each of `queries`, one query a call."
+    "MaxSim score of every passage for each of `queries` by RAGatouille, one query a call."
     out = []
     for q in queries:
-        if self.encoder and self.passages: out.append(maxsim_scores(self.vectors, self.encoder.encode(q))); continue
         out.append(s := np.full(len(self), -np.inf))
         if not self.passages: continue
         with _quiet(), contextlib.redirect_stderr(io.StringIO()):
@@ -269,10 +259,19 @@ def _scores(self, queries:list[str]) -> list[np.ndarray]:
 
 # %% ../nbs/api/16_colbert.ipynb #e2067b52
 @patch_to(ColBERTRetriever)
-def scores(self, queries:list[str]):
-    "MaxSim score of every passage for each query, torch on one thread a call (`encode_each`)."
-    cpu, threads = self.vectors.device.type == 'cpu', None if self.encoder else 1
-    yield from encode_each(self._scores, queries, cpu=cpu, threads=threads)
+def scores(self, queries:list[str], subsets=None):
+    "MaxSim score of every passage (of its subset: the others -inf) for each query, torch on one thread a call."
+    cpu = self.vectors.device.type == 'cpu'
+    if not (self.encoder and self.passages): yield from encode_each(self._scores, queries, cpu=cpu, threads=1); return
+    qs = query_vectors(self.encoder, queries, batch_size=self.bsize, cache=self.cache)  # cached
+    pairs = list(zip(qs, (cpu and subsets) or [None] * len(qs)))   # a GPU's kernels may depend on the shape
+    yield from encode_each(lambda b: [maxsim_scores(self.vectors, q, rows) for q, rows in b], pairs, cpu=cpu)
+
+@patch_to(ColBERTRetriever)
+def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tuple[int, float]]]:
+    "The best `k` `(passage index, score)` pairs for each query, only its subset scored."
+    queries, subsets = check_search(self, queries, k, subsets)
+    return [top_k(s, k, sub) for s, sub in zip(self.scores(queries, subsets), subsets)]
 
 # %% ../nbs/api/16_colbert.ipynb #2d970195
 @patch_to(ColBERTRetriever)

@@ -8,16 +8,26 @@ import json, logging, threading
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch_to
-from .core import fingerprint
+from .core import cached_arrays, fingerprint
 from .checks import file_sha256
+from .models import encode_each, encoding_key
 
 # %% auto #0
-__all__ = ['QueryEncoder', 'maxsim_scores']
+__all__ = ['QUERY_RULES', 'QueryEncoder', 'query_vectors', 'maxsim_scores']
 
 # %% ../nbs/api/15a_colbert_queries.ipynb #3c82acee
 def _json(path:Path) -> dict:
     "The JSON object in `path` ({} when there is no such file)."
     return json.loads(path.read_text()) if path.is_file() else {}
+
+# %% ../nbs/api/15a_colbert_queries.ipynb #dd017df1
+def _check_folder(path:Path):
+    "Raise a clear error unless `path` looks like a ColBERT checkpoint folder (a config and weights)."
+    weights = ('model.safetensors', 'pytorch_model.bin', 'model.safetensors.index.json', 'pytorch_model.bin.index.json')
+    if not path.is_dir(): raise ValueError(f"{path} is not a ColBERT checkpoint: not a folder")
+    if not (path/'config.json').is_file(): raise ValueError(f"{path} is not a ColBERT checkpoint: no config.json")
+    if not any((path/w).is_file() for w in weights):
+        raise ValueError(f"{path} is not a ColBERT checkpoint: no model.safetensors or pytorch_model.bin")
 
 # %% ../nbs/api/15a_colbert_queries.ipynb #cabb0027
 def _projection(path:Path):
@@ -46,28 +56,40 @@ class QueryEncoder:
     "ColBERT's query encoder from a checkpoint folder, with transformers: colbert-ai's `queryFromText` vectors."
     def __init__(self, path:str|Path): # a ColBERT checkpoint folder
         import torch
-        from transformers import AutoTokenizer
-        self.path, meta = Path(path), _json(Path(path)/'artifact.metadata')
+        self.path, self.meta = Path(path), _json(Path(path)/'artifact.metadata')
         self.device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
         self.linear = _projection(self.path).to(self.device)
-        self.bert = _transformer(self.path).to(self.device)
-        self.tok, self.lock = AutoTokenizer.from_pretrained(self.path), threading.Lock()
-        self.q_id = self.tok.convert_tokens_to_ids(meta.get('query_token_id', '[unused0]'))
-        self.attend_to_mask = meta.get('attend_to_mask_tokens', False)
-        self.max_tokens = self.bert.config.max_position_embeddings - 4
+        self.lock, self.loading, self.bert, self._fp = threading.Lock(), threading.Lock(), None, None
+
+# %% ../nbs/api/15a_colbert_queries.ipynb #eddbc9e4
+@patch_to(QueryEncoder)
+def load(self):
+    "Load the transformer and its tokenizer, once (the first `encode` calls it)."
+    with self.loading:
+        if self.bert is not None: return
+        from transformers import AutoTokenizer
+        self.tok = AutoTokenizer.from_pretrained(self.path)
+        self.q_id = self.tok.convert_tokens_to_ids(self.meta.get('query_token_id', '[unused0]'))
+        self.attend_to_mask = self.meta.get('attend_to_mask_tokens', False)
+        bert = _transformer(self.path).to(self.device)
+        self.max_tokens, self.bert = bert.config.max_position_embeddings - 4, bert
 
 # %% ../nbs/api/15a_colbert_queries.ipynb #9eb155c4
 @patch_to(QueryEncoder, as_prop=True)
 def fingerprint(self) -> str:
-    "The sha256s of the checkpoint's files that the encoders read."
+    "The sha256s of the checkpoint's files that the encoders read (read once)."
     names = ('config.json', 'artifact.metadata', 'tokenizer.json', 'tokenizer_config.json', 'model.safetensors')
-    return fingerprint('colbert checkpoint', *[file_sha256(self.path/n) for n in names if (self.path/n).is_file()])
+    if self._fp is None:
+        shas = [file_sha256(self.path/n) for n in names if (self.path/n).is_file()]
+        self._fp = fingerprint('colbert checkpoint', *shas)
+    return self._fp
 
 # %% ../nbs/api/15a_colbert_queries.ipynb #fb9114c0
 @patch_to(QueryEncoder)
 def _ids(self, text:str):
     "The token ids and attention mask of the query `text`, two (1, tokens) tensors on the device."
     import torch
+    self.load()
     n = max(min(int(len(text.split(' ')) * 1.35), self.max_tokens), 32)
     with self.lock: t = self.tok([text], padding='max_length', truncation=True, return_tensors='pt', max_length=n - 1)
     ids, mask = (torch.cat([x[:, :1], torch.full_like(x[:, :1], v), x[:, 1:]], 1)
@@ -87,11 +109,43 @@ def encode(self, text:str): # a query
         q = torch.nn.functional.linear(self.bert(ids, attention_mask=mask)[0], self.linear)
         return torch.nn.functional.normalize(q * (ids != self.tok.pad_token_id).unsqueeze(2).float(), p=2, dim=2)
 
+# %% ../nbs/api/15a_colbert_queries.ipynb #9e6c39ee
+QUERY_RULES = 'queryFromText: [Q] after [CLS], [MASK] padding, 1.35 tokens a word, 32 at least'
+
+# %% ../nbs/api/15a_colbert_queries.ipynb #d4b8c63c
+def query_vectors(enc:QueryEncoder,   # the checkpoint's encoder
+                  queries:list[str],  # the queries
+                  *, batch_size:int=32, # queries a call on a GPU (a CPU: each alone, `encode_each`)
+                  cache:bool=True     # read and write the user cache
+                 ) -> list:
+    "Each query's vectors as `encode` gives them, a (1, tokens, dim) tensor on the device, kept in the user cache."
+    import torch
+    if not queries: return []
+    def build():
+        vs = list(encode_each(lambda b: [enc.encode(q)[0].cpu().numpy() for q in b], queries,
+                              cpu=enc.device.type == 'cpu', batch_size=batch_size))
+        return dict(vectors=np.concatenate(vs), lengths=np.array([len(v) for v in vs]))
+    key = fingerprint('colbert queries', enc.fingerprint, QUERY_RULES, encoding_key(enc, batch_size), queries)
+    a = cached_arrays(key, build, cache, kind='queries')
+    return [torch.from_numpy(v)[None].to(enc.device) for v in np.split(a['vectors'], np.cumsum(a['lengths'])[:-1])]
+
 # %% ../nbs/api/15a_colbert_queries.ipynb #8f6cf93f
-def maxsim_scores(docs,  # (passages, tokens, dim) tensor of passage token vectors, zero-padded
-                  q      # (1, query tokens, dim) tensor of query vectors
+def maxsim_scores(docs,     # (passages, tokens, dim) tensor of passage token vectors, zero-padded
+                  q,        # (1, query tokens, dim) tensor of query vectors
+                  rows=None # indices of the passages to score (None: all); the others score -inf
                  ) -> np.ndarray:
     "Each passage's MaxSim score for `q`, float32 values in a float64 array."
+    if rows is not None: return _maxsim_rows(docs, q, rows)
     n, t, dim = docs.shape   # one product of all passages' tokens (the same bits as RAGatouille's batched one)
     s = (docs.reshape(-1, dim) @ q[0].to(dtype=docs.dtype).T).view(n, t, -1).amax(1).sum(-1)
     return s.cpu().numpy().astype(np.float64)
+
+# %% ../nbs/api/15a_colbert_queries.ipynb #f8d951f7
+def _maxsim_rows(docs, q, rows) -> np.ndarray:
+    "`maxsim_scores` of the passages `rows`, -inf for the others."
+    import torch
+    out, rows = np.full(len(docs), -np.inf), np.unique(np.asarray(rows, dtype=np.int64))
+    if not len(rows): return out
+    a, b = rows[0], rows[-1] + 1
+    out[rows] = maxsim_scores(docs[a:b] if b - a == len(rows) else docs[torch.from_numpy(rows).to(docs.device)], q)
+    return out

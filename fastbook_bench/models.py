@@ -11,12 +11,12 @@ import numpy as np
 from fastcore.basics import chunked
 from pathlib import Path
 from .core import fingerprint, say_once
-from .checks import available_cores, positive_int
+from .checks import available_cores, file_sha256, positive_int
 
 # %% auto #0
 __all__ = ['NEURAL_MODULES', 'DEFAULT_MODEL', 'BUNDLED_MODEL', 'require_neural', 'module_fingerprint', 'bundled_model_path',
-           'offline', 'is_offline', 'resolve_model', 'load_sentence_model', 'encode_each', 'encoding_key',
-           'sentence_vectors', 'vector_scores']
+           'offline', 'is_offline', 'resolve_model', 'local_sentence_model', 'load_sentence_model',
+           'folder_fingerprint', 'sentence_device', 'encode_each', 'encoding_key', 'sentence_vectors', 'vector_scores']
 
 # %% ../nbs/api/14_models.ipynb #abf86a10
 NEURAL_MODULES = ('torch', 'sentence_transformers', 'transformers', 'faiss', 'ragatouille')  # the extra's packages
@@ -107,24 +107,59 @@ def resolve_model(name:str # a hub id or a folder
     try: return snapshot_download(name, local_files_only=True)
     except Exception: raise ValueError(f"not in the local Hugging Face cache, and {why}") from None
 
+# %% ../nbs/api/14_models.ipynb #810e20ef
+def local_sentence_model(model:str|None=None # hub id, folder or 'bundled', as `load_sentence_model` takes it
+                        ) -> tuple[Path|None, str]:
+    "The folder `load_sentence_model` would load `model` from (None: a download) and the name it would give."
+    name = model or DEFAULT_MODEL
+    if name in ('bundled', BUNDLED_MODEL): return bundled_model_path(), BUNDLED_MODEL
+    if name == DEFAULT_MODEL and is_offline():
+        say_once(f"fastbook_bench: offline: using {BUNDLED_MODEL} instead of {name}")
+        return bundled_model_path(), BUNDLED_MODEL
+    try: path = Path(resolve_model(name)).expanduser()
+    except ValueError as e:
+        if name != DEFAULT_MODEL: return None, name   # loading it says why
+        say_once(f"fastbook_bench: {name} is not available ({e}); using {BUNDLED_MODEL}")
+        return bundled_model_path(), BUNDLED_MODEL
+    return (path if path.is_dir() else None), name
+
 # %% ../nbs/api/14_models.ipynb #e2f5d99c
 def load_sentence_model(model:str|None=None, # hub id, folder or 'bundled' (default: `DEFAULT_MODEL`, with the fallback)
                         device:str|None=None  # 'cpu', 'cuda', ... (default: what sentence-transformers picks)
                        ) -> tuple[object, str]:
     "A `SentenceTransformer` and the name of the model actually loaded."
-    name = model or DEFAULT_MODEL
-    require_neural(f"the sentence model {name!r}")
+    require_neural(f"the sentence model {model or DEFAULT_MODEL!r}")
     from sentence_transformers import SentenceTransformer
     bundled = lambda: (SentenceTransformer(str(bundled_model_path()), device=device), BUNDLED_MODEL)
-    if name in ('bundled', BUNDLED_MODEL): return bundled()
-    if name == DEFAULT_MODEL and is_offline():
-        say_once(f"fastbook_bench: offline: using {BUNDLED_MODEL} instead of {name}")
-        return bundled()
-    try: return SentenceTransformer(resolve_model(name), device=device), name
+    path, name = local_sentence_model(model)   # which model: the rules, and their notices
+    if name == BUNDLED_MODEL: return bundled()
+    try: return SentenceTransformer(str(path) if path else resolve_model(name), device=device), name
     except Exception as e:
         if name != DEFAULT_MODEL: raise ValueError(f"Could not load the model {name!r}: {e}") from None
         say_once(f"fastbook_bench: {name} is not available ({str(e).splitlines()[0]}); using {BUNDLED_MODEL}")
         return bundled()
+
+# %% ../nbs/api/14_models.ipynb #eedd0a9b
+def folder_fingerprint(folder:str|Path # a model folder
+                      ) -> str:
+    "The sha256s of the files under `folder` (links to files read through, linked folders not entered)."
+    root, parts = Path(folder), []
+    for d, _, files in os.walk(root):   # os.walk does not enter linked folders
+        parts += [f'{(Path(d)/f).relative_to(root).as_posix()}:{file_sha256(Path(d)/f)}'
+                  for f in files if (Path(d)/f).is_file()]
+    return fingerprint('model folder', sorted(parts))
+
+# %% ../nbs/api/14_models.ipynb #a0f820d1
+def sentence_device(device:str|None=None # 'cpu', 'cuda', ... as `load_sentence_model` takes it
+                   ) -> str|None:
+    "The device type sentence-transformers loads a model on (None: only loading tells)."
+    import torch
+    if device: return torch.device(device).type
+    if torch.cuda.is_available(): return 'cuda'
+    if torch.backends.mps.is_available(): return 'mps'
+    if hasattr(torch, 'xpu') and torch.xpu.is_available(): return 'xpu'
+    if any(importlib.util.find_spec(m) for m in ('torch_npu', 'habana_frameworks')): return None
+    return 'cpu'
 
 # %% ../nbs/api/14_models.ipynb #f5b74e2d
 def _one_thread():

@@ -8,7 +8,8 @@ from typing import Sequence
 import numpy as np
 from fastcore.basics import patch_to, store_attr
 from .core import cached_arrays, fingerprint
-from .models import encoding_key, load_sentence_model, module_fingerprint, sentence_vectors, vector_scores
+from .models import (BUNDLED_MODEL, encoding_key, folder_fingerprint, load_sentence_model, local_sentence_model,
+                                   module_fingerprint, sentence_device, sentence_vectors, vector_scores)
 from .retriever import Retriever, check_search, top_k
 
 # %% auto #0
@@ -24,17 +25,26 @@ class SingleVectorRetriever(Retriever):
                  passage_prompt:str|None=None, # ... to each passage
                  batch_size:int=32,            # encoding batch size on an accelerator (a CPU encodes each text alone)
                  index:str='exact',            # 'exact' (numpy) or 'faiss' (flat inner product)
-                 cache:bool=True,              # keep the embeddings in the user cache
+                 cache:bool=True,              # keep the passages' and queries' vectors in the user cache
                  device:str|None=None,         # torch device
                  encoder=None,                 # a SentenceTransformer already loaded (`model` names it)
                  progress:bool=False):         # show a progress bar while encoding
         super().__init__(passages)
         if index not in ('exact', 'faiss'): raise ValueError(f"Unknown index {index!r}; choose from exact, faiss")
-        if encoder is None: encoder, model = load_sentence_model(model, device)
-        self.encoder, self.model, self.index_kind = encoder, model or 'custom', index
-        store_attr('query_prompt,passage_prompt,batch_size,progress')
-        self.embeddings = self._embed_passages(cache)
+        store_attr('query_prompt,passage_prompt,batch_size,cache,device,progress')
+        self._encoder, self._ask, self._fp, self.index_kind = encoder, model, None, index
+        self.folder, self.model = (None, model or 'custom') if encoder is not None else local_sentence_model(model)
+        self.embeddings = self._vectors(self.passage_prompt, self.passages)
         self.faiss = _flat_ip(self.embeddings) if index == 'faiss' else None
+
+# %% ../nbs/api/15_single_vector.ipynb #ba41f222
+@patch_to(SingleVectorRetriever, as_prop=True)
+def encoder(self):
+    "The SentenceTransformer, loaded on first use."
+    if self._encoder is None:   # the bundled model once it stood in (offline then, perhaps not now)
+        self._encoder, name = load_sentence_model('bundled' if self.model == BUNDLED_MODEL else self._ask, self.device)
+        if name != self.model: self.model, self.folder, self._fp = name, None, None   # the default failed to load
+    return self._encoder
 
 # %% ../nbs/api/15_single_vector.ipynb #be8bc121
 @patch_to(SingleVectorRetriever)
@@ -45,21 +55,34 @@ def _encode(self, texts:list[str], prompt:str|None=None) -> np.ndarray:
 
 # %% ../nbs/api/15_single_vector.ipynb #12d3d8dd
 @patch_to(SingleVectorRetriever)
-def _embed_passages(self, cache:bool) -> np.ndarray:
-    "The passages' embeddings, from the cache when this model encoded these passages the same way before."
-    build = lambda: {'emb': self._encode(self.passages, self.passage_prompt)}
-    if not cache: return build()['emb']  # no key: fingerprinting the weights would be wasted
-    enc = self.encoder
-    key = fingerprint('single_vector', module_fingerprint(enc), self.passage_prompt or '',
-                      encoding_key(enc, self.batch_size),
-                      str(enc.max_seq_length), self.passages)
-    return cached_arrays(key, build)['emb']
+def _key(self, prompt:str|None, texts:list[str]) -> str:
+    "The cache key of `texts` encoded with `prompt`: the model's files (else its weights), the encoding, the texts."
+    import torch, types
+    if self._fp is None and self.folder: self._fp = folder_fingerprint(self.folder)
+    if self._fp is None: self._fp = fingerprint(module_fingerprint(self.encoder), str(self.encoder.max_seq_length))
+    dev = None if self._encoder is not None else sentence_device(self.device)
+    st = self.encoder if dev is None else types.SimpleNamespace(device=torch.device(dev))
+    return fingerprint('single_vector', self._fp, prompt or '', encoding_key(st, self.batch_size), texts)
+
+# %% ../nbs/api/15_single_vector.ipynb #566c2d2f
+class _Reload(Exception): "The bundled model stood in for the default on loading: the key named another model."
+
+@patch_to(SingleVectorRetriever)
+def _vectors(self, prompt:str|None, texts:list[str], kind:str='encodings') -> np.ndarray:
+    "`texts` encoded with `prompt`, from the cache (`kind`: its sub-folder) when encoded the same way before."
+    if not self.cache: return self._encode(texts, prompt)
+    def build():
+        model, _ = self.model, self.encoder   # loads the model
+        if self.model != model: raise _Reload()
+        return {'emb': self._encode(texts, prompt)}
+    try: return cached_arrays(self._key(prompt, texts), build, kind=kind)['emb']
+    except _Reload: return self._vectors(prompt, texts, kind)
 
 # %% ../nbs/api/15_single_vector.ipynb #593aba04
 @patch_to(SingleVectorRetriever)
 def scores(self, queries:list[str]):
     "Cosine similarity of every passage to each query."
-    yield from vector_scores(self._encode(queries, self.query_prompt), self.embeddings)
+    yield from vector_scores(self._vectors(self.query_prompt, queries, 'queries'), self.embeddings)
 
 # %% ../nbs/api/15_single_vector.ipynb #5b2828c5
 @patch_to(SingleVectorRetriever)
@@ -84,7 +107,7 @@ def search(self, queries:Sequence[str], k:int=10, subsets=None) -> list[list[tup
     if self.faiss is None: return [top_k(s, k, sub) for s, sub in zip(self.scores(queries), subsets)]
     import faiss
     out = []
-    for q, sub in zip(self._encode(queries, self.query_prompt), subsets):
+    for q, sub in zip(self._vectors(self.query_prompt, queries, 'queries'), subsets):
         sel = None if sub is None else faiss.IDSelectorBatch(np.asarray(sub, dtype=np.int64))
         n = len(self) if sub is None else len(set(sub))
         d, i = self.faiss.search(q[None], min(k, n), params=None if sel is None else faiss.SearchParameters(sel=sel))
