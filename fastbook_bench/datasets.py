@@ -64,8 +64,8 @@ def check_corpus(path:str|Path,           # a corpus, as `iter_corpus` reads it
     "The number of documents of `path`, every record read and checked (`iter_corpus`'s first error raised)."
     k = available_cores() if processes is None else positive_int(processes, 'processes')
     p = None if _is_irds(path) or str(path).endswith('.gz') else Path(path)
-    if p and p.is_file(): k = min(k, p.stat().st_size // positive_int(min_part, 'min_part'))
-    if not p or k < 2: return sum(1 for _ in iter_corpus(path))
+    k = min(k, p.stat().st_size // positive_int(min_part, 'min_part')) if p and p.is_file() else 1  # else: as read
+    if k < 2: return sum(1 for _ in iter_corpus(path))
     with process_pool(k) as ex: parts = list(ex.map(_part_ids, [p] * k, [(i, k) for i in range(k)]))
     seen = set()
     for ids, err in parts:

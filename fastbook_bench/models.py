@@ -11,7 +11,7 @@ import numpy as np
 from fastcore.basics import chunked
 from pathlib import Path
 from .core import fingerprint, say_once
-from .checks import available_cores, file_sha256, positive_int
+from .checks import available_cores, file_records, positive_int
 
 # %% auto #0
 __all__ = ['NEURAL_MODULES', 'DEFAULT_MODEL', 'BUNDLED_MODEL', 'require_neural', 'module_fingerprint', 'bundled_model_path',
@@ -142,12 +142,8 @@ def load_sentence_model(model:str|None=None, # hub id, folder or 'bundled' (defa
 # %% ../nbs/api/14_models.ipynb #eedd0a9b
 def folder_fingerprint(folder:str|Path # a model folder
                       ) -> str:
-    "The sha256s of the files under `folder` (links to files read through, linked folders not entered)."
-    root, parts = Path(folder), []
-    for d, _, files in os.walk(root):   # os.walk does not enter linked folders
-        parts += [f'{(Path(d)/f).relative_to(root).as_posix()}:{file_sha256(Path(d)/f)}'
-                  for f in files if (Path(d)/f).is_file()]
-    return fingerprint('model folder', sorted(parts))
+    "The sha256s of the files under `folder` (`file_records`: links to files read through, linked folders not entered)."
+    return fingerprint('model folder', sorted(f"{n}:{r['sha256']}" for n, r in file_records(folder).items()))
 
 # %% ../nbs/api/14_models.ipynb #a0f820d1
 def sentence_device(device:str|None=None # 'cpu', 'cuda', ... as `load_sentence_model` takes it
