@@ -90,13 +90,21 @@ def to_df(self:Table):
     import pandas as pd
     return pd.DataFrame(list(self), columns=self.columns)
 
+# %% ../nbs/api/01_table.ipynb #e88004ad
+def _csv_cell(v) -> str:
+    "One CSV cell as `csv.writer` writes it: quoted where it holds `,`, `\"` or a newline."
+    c = '' if v is None else str(v)
+    return '"' + c.replace('"', '""') + '"' if ',' in c or '"' in c or '\n' in c else c
+
 @patch
 def to_csv(self:Table, path:str|Path|None=None) -> str:
-    "Every column as CSV text; with `path`, also written there (atomically)."
+    "Every column as CSV text, `csv.DictWriter`'s; with `path`, also written there (atomically)."
     import csv, io
-    f = io.StringIO()
-    w = csv.DictWriter(f, fieldnames=self.columns, lineterminator='\n')
-    w.writeheader(); w.writerows(self)
+    cols, f = self.columns, io.StringIO()
+    rows = [cols, *([r.get(c) for c in cols] for r in self)]
+    if len(cols) > 1 and not any('\r' in str(v) for r in rows for v in r):  # '\r': csv's rule varies by version
+        f.writelines(','.join(map(_csv_cell, r)) + '\n' for r in rows)
+    else: csv.writer(f, lineterminator='\n').writerows(rows)
     if path is not None: atomic_write(path, f.getvalue())
     return f.getvalue()
 
