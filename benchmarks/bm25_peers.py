@@ -14,7 +14,7 @@ into words, which for these letters-only texts gives the same tokens everywhere)
 - fastbook: `build_index(corpus, out, method='bm25')`, `open_index(out).search(queries, 10)`; BM25Okapi as rank-bm25
   (k1=1.5, b=0.75, IDF log((N-n+0.5)/(n+0.5)), a negative IDF replaced by 0.25 x the mean IDF), as of this writing:
   the settings its manifest records are kept in the JSON.
-  Threads: `numba.set_num_threads(t)` when numba imports (the build too), OMP_NUM_THREADS=t.
+  Threads: `numba.set_num_threads(t)` for the search (the build imports no numba), OMP_NUM_THREADS=t.
 - bm25s / bm25s-mmap (one build): texts read into a list, `bm25s.tokenize(texts, stopwords=None)` (its default
   stopwords='english' would drop pseudo-words that spell English stopwords; its token pattern keeps words of 2+
   letters), `bm25s.BM25()` defaults (method 'lucene': k1=1.5, b=0.75, IDF log(1+(N-n+0.5)/(n+0.5)), float32, numpy backend),
@@ -138,9 +138,9 @@ def need(module:str):
 
 def build_fastbook(d:Path, out:Path, t:int) -> dict:
     from fastbook_bench.index import build_index
-    nb = set_numba(t); build_index(d/'corpus.jsonl', out, method='bm25', processes=t)  # t counting processes
+    build_index(d/'corpus.jsonl', out, method='bm25', processes=t)  # t counting processes; no numba imported
     settings = json.loads((out/'manifest.json').read_text()).get('settings')
-    return dict(version=version('fastbook_bench'), numba=nb, settings=settings)
+    return dict(version=version('fastbook_bench'), numba=version('numba'), settings=settings)
 
 def build_bm25s(d:Path, out:Path, t:int) -> dict:
     bm25s = need('bm25s')

@@ -13,11 +13,12 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 from .checks import WORKER_STATE, available_cores, load_array, positive_int, process_pool
 from .fts import BM25_PARAMS, okapi_weights, tokenize
+from .index import IndexKind
 from .methods import BuildOptions
 from fastcore.basics import patch_to
 
 # %% auto #0
-__all__ = []
+__all__ = ['INDEX_KIND']
 
 # %% ../nbs/api/32_bm25_index.ipynb #b6a70a35
 _CHARS = '0123456789_abcdefghijklmnopqrstuvwxyz'  # ASCII `\w`, lower-cased: digits 1 to 37
@@ -286,3 +287,8 @@ def _bm25_build(texts:Iterable[str], folder:Path, options:BuildOptions, progress
     return dict(BM25_PARAMS, block=block, tokenizer='lower-cased \\w+ (fastbook_bench.fts.tokenize)', idf='okapi',
                 postings=f'rows int32, counts {np.dtype(tf_type).name}, impacts uint8',
                 search='MaxScore, block-max; windows of impacts')
+
+# %% ../nbs/api/32_bm25_index.ipynb #13ecd187
+INDEX_KIND = IndexKind('bm25', _bm25_build, 'fastbook_bench.bm25_search:BM25Searcher',
+                       build_options=('processes', 'block'), files=('postings.rows.npy', 'blocks.max.npy'),
+                       layout=4)  # 1: bm25s's matrix; 2: no impacts; 3: its block size not in the manifest

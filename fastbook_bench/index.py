@@ -33,15 +33,15 @@ class IndexKind:
     "A persistent index method: how to build its files and open them for search."
     name:str  # the method's name, as `build_index`'s `method` spells it
     build:Callable  # (texts: Iterable[str], folder, options: BuildOptions, progress: bool, **build_options) -> settings
-    open:Callable   # (folder, manifest, options: BuildOptions, **search_options) -> searcher with .search(queries, k)
-    build_options:tuple=()  # names of the keyword options its `build` takes besides those (`build_index(**...)`)
-    search_options:tuple=() # names of the keyword options its `open` takes (`open_index(**...)`)
+    open:Callable|str # (folder, manifest, options: BuildOptions, **search_options) -> searcher; or 'module:name'
+    build_options:tuple=()  # its `build`'s own keyword options (`build_index(**...)`)
+    search_options:tuple=() # its `open`'s own keyword options (`open_index(**...)`)
     engines:tuple=('local',) # engines it runs on (`engines.ENGINES`); with more, build and open take engine=
-    files:tuple=() # files that every index of the kind holds (checked against the manifest's method on open)
+    files:tuple=() # files every index of the kind holds (checked on open against the manifest's method)
     layout:int=1   # the version of its files' layout, recorded in the manifest; an index of another is refused
 
 # %% ../nbs/api/31_index.ipynb #88aba334
-INDEX_KINDS = {'fts5': 'fastbook_bench.fts5_index', 'bm25': 'fastbook_bench.bm25_search', # method -> the module
+INDEX_KINDS = {'fts5': 'fastbook_bench.fts5_index', 'bm25': 'fastbook_bench.bm25_index', # method -> the module
                'single_vector': 'fastbook_bench.vector_index', 'maxsim': 'fastbook_bench.maxsim_index'} # of its kind
 
 # %% ../nbs/api/31_index.ipynb #3b0fdc40
@@ -51,6 +51,12 @@ def index_kind(method:str # a name in `INDEX_KINDS`
     if method not in INDEX_KINDS:
         raise ValueError(f"Unknown index method {method!r}; choose from {', '.join(INDEX_KINDS)}")
     return importlib.import_module(INDEX_KINDS[method]).INDEX_KIND
+
+# %% ../nbs/api/31_index.ipynb #233970ee
+def _opener(kind:IndexKind) -> Callable:
+    "`kind.open`; a 'module:name' imported."
+    if callable(kind.open): return kind.open
+    mod, name = kind.open.split(':'); return getattr(importlib.import_module(mod), name)
 
 # %% ../nbs/api/31_index.ipynb #24506489
 def _check_options(kind:IndexKind,  # the kind asked for
@@ -282,7 +288,7 @@ def open_index(path:str|Path, # an index folder
             raise ValueError(f"{path} was built with model {built!r}, not {model!r}")
         kind = index_kind(m['method']); _check_options(kind, search_options, 'search')
         eng = _kind_engine(kind, engine, ray_address)
-        return Index(path, m, kind.open(held.path, m, options or BuildOptions(), **eng, **search_options), held)
+        return Index(path, m, _opener(kind)(held.path, m, options or BuildOptions(), **eng, **search_options), held)
 
 # %% ../nbs/api/31_index.ipynb #b956bee0
 def verify_index(folder:str|Path # an index folder
