@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections import deque
 from functools import partial
-from itertools import chain, islice, repeat
+from itertools import islice, repeat
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 import numpy as np
@@ -133,9 +133,9 @@ def _batches(texts:Iterable[str], size:int) -> Iterator[list[str]]:
 
 # %% ../nbs/api/32_bm25_index.ipynb #0085d4ff
 def _counted(texts:Iterable[str], batch:int, processes:int) -> Iterator[tuple]:
-    "`_count` of each `batch` of `texts`, in order: here, or in `processes` workers if there are two batches or more."
+    "`_count` of each `batch` of `texts`, in order, in `processes` workers (here if there are fewer than two batches)."
     it = _batches(texts, batch); head = list(islice(it, 2))
-    if processes == 1 or len(head) < 2: yield from map(_count, chain(head, it)); return
+    if len(head) < 2: yield from map(_count, head); return
     with process_pool(processes) as ex:
         pending = deque(ex.submit(_count, b) for b in head)
         try:
