@@ -86,9 +86,9 @@ def _numbered(keys:np.ndarray, mix:np.uint64=_MIX) -> tuple[np.ndarray, np.ndarr
     "Each key's id, ids numbered in the order first met; the key of each id."
     n = len(keys); bits = max(n.bit_length(), 1); low = np.uint64((1 << bits) - 1)
     packed = np.sort(keys * mix & ~low | np.arange(n, dtype=np.uint64)); at = (packed & low).astype(np.int64)
-    h = packed >> np.uint64(bits); new = np.ones(n, bool); np.not_equal(h[1:], h[:-1], out=new[1:])
+    h, k = packed >> np.uint64(bits), keys[at]; new = np.ones(n, bool); np.not_equal(h[1:], h[:-1], out=new[1:])
     group, firsts = np.cumsum(new) - 1, at[new]
-    if not (keys[at] == keys[firsts][group]).all(): # a hash of two words
+    if not np.array_equal(new[1:], k[1:] != k[:-1]): # a hash of two words
         _, firsts, group = np.unique(keys, return_index=True, return_inverse=True); at = np.arange(n)
     rank = np.empty(len(firsts), np.int64); rank[order := np.argsort(firsts)] = np.arange(len(firsts))
     ids = np.empty(n, np.int64); ids[at] = rank[group]
@@ -98,7 +98,8 @@ def _numbered(keys:np.ndarray, mix:np.uint64=_MIX) -> tuple[np.ndarray, np.ndarr
 def _count(texts:list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     "A batch's words in the order first met; its (word, count) pairs passage by passage; each passage's pairs, tokens."
     keys, n, table = _keys(texts); ids, first = _numbered(keys); width = max(len(first), 1)
-    key, tfs = np.unique(np.repeat(np.arange(len(n)), n) * width + ids, return_counts=True)
+    t = np.uint32 if len(n) * width < 1 << 32 else np.int64  # faster
+    key, tfs = np.unique(np.repeat(np.arange(len(n), dtype=t), n) * t(width) + ids.astype(t), return_counts=True)
     doc, terms = np.divmod(key, width)  # sorted: passage by passage, its words in the order the batch met them
     return _words(first, table), *(a.astype(np.int32) for a in (terms, tfs, np.bincount(doc, minlength=len(n)), n))
 
