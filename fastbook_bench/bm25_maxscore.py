@@ -47,17 +47,17 @@ _UNANSWERED, _DAMAGED = -1, -2  # what a query's search returns instead of a cou
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #bb3fd155
 class _Index(NamedTuple):
     "The arrays of an index folder that the compiled search reads, by name, and the size of its blocks."
-    indptr: np.ndarray   # word t's entries are indptr[t]:indptr[t + 1] (postings.indptr)
-    rows: np.ndarray     # each entry's passage, ascending in a word's column (postings.rows)
-    tfs: np.ndarray      # each entry's count (postings.tfs)
-    impacts: np.ndarray  # each entry's bound, in `_IMPACT`ths of its word's best score (postings.impacts)
-    bptr: np.ndarray     # word t's blocks are bptr[t]:bptr[t + 1] (blocks.indptr)
-    blast: np.ndarray    # each block's last row (blocks.last)
-    bmax: np.ndarray     # each block's best score (blocks.max)
-    tmax: np.ndarray     # each word's best score (terms.max)
-    idf: np.ndarray      # each word's Lucene IDF (terms.idf)
-    scale: np.ndarray    # each word's factor to BM25Okapi (terms.scale)
-    norm: np.ndarray     # each passage's length part (docs.norm)
+    indptr: np.ndarray   # word t's entries are indptr[t]:indptr[t + 1]
+    rows: np.ndarray     # each entry's passage, ascending in a word's column
+    tfs: np.ndarray      # each entry's count
+    impacts: np.ndarray  # each entry's bound, in `_IMPACT`ths of its word's best score
+    bptr: np.ndarray     # word t's blocks are bptr[t]:bptr[t + 1]
+    blast: np.ndarray    # each block's last row
+    bmax: np.ndarray     # each block's best score
+    tmax: np.ndarray     # each word's best score
+    idf: np.ndarray      # each word's Lucene IDF
+    scale: np.ndarray    # each word's factor to BM25Okapi
+    norm: np.ndarray     # each passage's length part
     block: int           # entries a block (the manifest's `settings`)
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #02f7c8bd
@@ -122,7 +122,7 @@ class _Heap(NamedTuple):
 @_njit
 def _heap(k:int) -> _Heap:
     "An empty heap of the best `k`."
-    return _Heap(np.empty(k), np.empty(k, np.int64), np.zeros(1, np.int64))
+    return _Heap(np.zeros(k), np.zeros(k, np.int64), np.zeros(1, np.int64))
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #1e18212c
 @_njit_fixed
@@ -166,7 +166,9 @@ def _finish(heap:_Heap, n:int, out_r, out_s) -> int:
         out_s[j], out_r[j] = s[i], r[i]
     row, got = 0, h
     while got < k and row < n:
-        if not np.any(r[:h] == row): out_s[got], out_r[got], got = 0.0, row, got + 1
+        j = 0
+        while j < h and r[j] != row: j += 1
+        if j == h: out_s[got], out_r[got], got = 0.0, row, got + 1
         row += 1
     return got
 
@@ -184,7 +186,7 @@ def _first(a, lo:int, hi:int, x) -> int:
 @_njit
 def _unique(a) -> tuple[np.ndarray, np.ndarray]:
     "The distinct values of the integers `a`, ascending, and each one's place among them (`np.unique`, inverse too)."
-    out, where, m = np.empty(len(a), a.dtype), np.empty(len(a), np.int64), _ZERO
+    out, where, m = np.zeros(len(a), np.int64), np.zeros(len(a), np.int64), _ZERO
     for x in a:  # each into its place among the distinct values so far, found by bisection
         i = _first(out, _ZERO, m, x)
         if i < m and out[i] == x: continue
@@ -230,8 +232,12 @@ class _Walk(NamedTuple):
 @_njit
 def _walk(ix:_Index, terms) -> _Walk:
     "Each of words `terms` at the start of its column."
-    start, bfirst = ix.indptr[terms], ix.bptr[terms]
-    return _Walk(start, ix.indptr[terms + 1], bfirst, ix.bptr[terms + 1], start.copy(), bfirst.copy())
+    m, i = len(terms), np.int64
+    w = _Walk(np.zeros(m, i), np.zeros(m, i), np.zeros(m, i), np.zeros(m, i), np.zeros(m, i), np.zeros(m, i))
+    for j in range(m):
+        t = terms[j]; w.start[j] = w.pos[j] = ix.indptr[t]; w.end[j] = ix.indptr[t + 1]
+        w.bfirst[j] = w.blk[j] = ix.bptr[t]; w.bend[j] = ix.bptr[t + 1]
+    return w
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #b722f688
 @_njit_fixed
@@ -286,7 +292,7 @@ def _look_up(ix:_Index, w:_Walk, j:int, mult:float, row:int, s:float, upto:float
 @_njit_once
 def _best_partial(ix:_Index, q:_Query, k:int) -> tuple[float, np.ndarray]:
     "The passages of each word's best block: the `k`-th best partial score (-inf: fewer), the rows of the best `2k`."
-    m = len(q.terms); lo, hi, c = np.empty(m, np.int64), np.empty(m, np.int64), np.zeros(m)
+    m = len(q.terms); lo, hi, c = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m)
     for j in range(m):
         t = q.terms[j]; lo[j] = ix.indptr[t] + np.argmax(ix.bmax[ix.bptr[t]:ix.bptr[t + 1]]) * ix.block
         hi[j] = min(ix.indptr[t + 1], lo[j] + ix.block)
@@ -404,7 +410,8 @@ def _add_looked_up(ix:_Index, q:_Query, w:_Walk, order, e:int, pre, row:int, s:f
 @_njit_once
 def _passages(ix:_Index, q:_Query, floor:float, heap:_Heap) -> int:
     "MaxScore a passage at a time, pruning against `floor` from the start: how many passages it scored (-2: damaged)."
-    bound, order, pre = ix.tmax[q.terms] * q.mult, np.arange(len(q.terms)), np.zeros(len(q.terms))
+    m = len(q.terms); bound, order, pre = np.zeros(m), np.zeros(m, np.int64), np.zeros(m)
+    for j in range(m): bound[j], order[j] = ix.tmax[q.terms[j]] * q.mult[j], j
     _by_bound(bound, order, pre)
     w, c, theta, end, scored = _walk(ix, q.terms), np.zeros(len(order)), floor, -1, 0
     e = _essential_from(pre, _ZERO, theta)

@@ -57,9 +57,11 @@ class _Window(NamedTuple):
 def _window(ix:_Index, q:_Query, tune:_Tuning) -> _Window:
     "An empty window for query `q`."
     m, i64, chunks = len(q.terms), np.int64, -(-tune.window // tune.chunk)
-    return _Window(np.zeros(tune.window), np.zeros(chunks, np.bool_), np.zeros(m, i64), np.zeros(m, i64),
-                   np.zeros(m, i64), np.zeros(m), ix.tmax[q.terms] / _IMPACT * q.mult, np.zeros(m, np.bool_),
-                   np.zeros(m, i64), np.arange(m), np.zeros(m), np.zeros(m, i64), np.zeros(m))
+    win = _Window(np.zeros(tune.window), np.zeros(chunks, np.bool_), np.zeros(m, i64), np.zeros(m, i64),
+                  np.zeros(m, i64), np.zeros(m), np.zeros(m), np.zeros(m, np.bool_),
+                  np.zeros(m, i64), np.zeros(m, i64), np.zeros(m), np.zeros(m, i64), np.zeros(m))
+    for j in range(m): win.weight[j], win.order[j] = ix.tmax[q.terms[j]] / _IMPACT * q.mult[j], j
+    return win
 
 # %% ../nbs/api/32b_bm25_search.ipynb #8bcb383a
 @_njit_fixed
