@@ -237,15 +237,6 @@ def _windows(ix:_Index, q:_Query, floor:float, tune:_Tuning, heap:_Heap) -> int:
         scored += got
     return scored
 
-# %% ../nbs/api/32b_bm25_search.ipynb #cc299ee3
-@_njit_fixed
-def _unusable(ix:_Index, terms) -> int:
-    "-2 if a word's weights are not finite numbers; -1 if one's IDF is floored below 0 (score every passage); else 0."
-    for t in terms:
-        if not (np.isfinite(ix.idf[t]) and np.isfinite(ix.scale[t]) and np.isfinite(ix.tmax[t])): return _DAMAGED
-        if ix.tmax[t] < 0: return _UNANSWERED  # passages without the word would rank above some with it
-    return 0
-
 # %% ../nbs/api/32b_bm25_search.ipynb #0a5f7593
 _PASSAGES, _FLOOR, _WINDOWS = 0, 1, 2  # a query's way: a passage at a time; a floor first; windows (else not answered)
 
@@ -257,19 +248,18 @@ def _entries(ix:_Index, q:_Query) -> int:
     for t in q.terms: n += ix.indptr[t + 1] - ix.indptr[t]
     return n
 
-# %% ../nbs/api/32b_bm25_search.ipynb #20e330d2
-@_njit_once
-def _how(toks, ix:_Index, tune:_Tuning) -> int:
-    "How the term ids `toks` are searched: `_PASSAGES`, `_FLOOR` (then decided), `_UNANSWERED` or `_DAMAGED`."
-    if len(toks) == 0: return _UNANSWERED
-    q = _query(toks); bad = _unusable(ix, q.terms)
-    return bad if bad else _FLOOR if _entries(ix, q) >= tune.prime else _PASSAGES
-
 # %% ../nbs/api/32b_bm25_search.ipynb #daee83e7
-@_njit_entry
-def _plan(qptr, qtok, i0:int, i1:int, ix:_Index, tune:_Tuning, how):
-    "`_how` of queries `i0:i1` into `how`, query `i` being `qtok[qptr[i]:qptr[i + 1]]`."
-    for i in range(i0, i1): how[i] = _how(qtok[qptr[i]:qptr[i + 1]], ix, tune)
+def _plan(ix:_Index, qptr:np.ndarray, qtok:np.ndarray, tune:_Tuning) -> np.ndarray:
+    "How query `i` (`qtok[qptr[i]:qptr[i + 1]]`) is searched: `_PASSAGES`, `_FLOOR`, `_UNANSWERED` or `_DAMAGED`."
+    n, v, size = len(qptr) - 1, len(ix.tmax), np.diff(qptr)
+    q, t = np.divmod(np.unique(np.repeat(np.arange(n), size) * v + qtok), v)  # its distinct words, ascending
+    with np.errstate(invalid='ignore'):  # damaged: weights not finite; else one's IDF floored below 0: score all
+        ok = np.isfinite(ix.idf[t]) & np.isfinite(ix.scale[t]) & np.isfinite(ix.tmax[t])
+        bad = np.where(ok, np.where(ix.tmax[t] < 0, _UNANSWERED, 0), _DAMAGED)
+    how = np.where(np.bincount(q, ix.indptr[t + 1] - ix.indptr[t], n) >= tune.prime, _FLOOR, _PASSAGES)
+    how[size == 0] = _UNANSWERED
+    first = np.flatnonzero(bad); qs, at = np.unique(q[first], return_index=True); how[qs] = bad[first[at]]
+    return how
 
 # %% ../nbs/api/32b_bm25_search.ipynb #ec2087a1
 @_njit_entry
@@ -337,10 +327,9 @@ def pruned(self, queries:list[str], k:int, tune:_Tuning=_TUNING) -> Pruned:
     qptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
     qtok = np.concatenate(ids + [np.zeros(0, np.int64)])
     out = Pruned(np.zeros((n, k), np.int64), np.zeros((n, k)), np.zeros(n, np.int64), np.zeros(n, np.int64))
-    how, floor = np.zeros(n, np.int64), np.full(n, -np.inf)
+    how, floor = _plan(ix, qptr, qtok, tune), np.full(n, -np.inf)
     def each(way, fn):  # `fn` over the queries searched `way`, in pieces
         todo = np.flatnonzero(how == way); _on_threads(lambda i0, i1: fn(todo[i0:i1]), len(todo), t)
-    _on_threads(lambda i0, i1: _plan(qptr, qtok, i0, i1, ix, tune, how), n, t)
     each(_FLOOR, lambda todo: _floors(qptr, qtok, todo, k, ix, tune, how, floor)); np.copyto(out.got, how)
     each(_PASSAGES, lambda todo: _by_passages(qptr, qtok, todo, k, ix, floor, *out))
     each(_WINDOWS, lambda todo: _by_windows(qptr, qtok, todo, k, ix, tune, floor, *out))
