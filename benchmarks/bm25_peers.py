@@ -217,7 +217,7 @@ def step_build(a) -> dict:
 def opened(a) -> tuple:
     "--engine's index opened in this fresh process and one query answered: the search, the query sets, the seconds."
     d = Path(a.dir); qs = {n: [json.loads(l)['text'] for l in open(d/f'queries_{n}.jsonl')] for n in SETS}
-    if a.engine == 'fastbook': from fastbook_bench.index import INDEX_KINDS; mod = INDEX_KINDS['bm25']
+    if a.engine == 'fastbook': mod = 'fastbook_bench.bm25_search'  # the searcher's module (the kind's is the build's)
     else: mod = {'pisa': 'pyterrier_pisa', 'tantivy': 'tantivy'}.get(a.engine, 'bm25s')
     importlib.import_module(mod)  # imports are not the index's opening
     t0 = time.perf_counter()
