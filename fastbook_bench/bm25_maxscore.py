@@ -94,7 +94,7 @@ def _score(ix:_Index, t:int, p:int, row:int) -> float:
 @_njit_entry
 def _full(toks, ix:_Index) -> np.ndarray:
     "Every passage's score for the term ids `toks`, their columns added in the query's order."
-    s = np.zeros(len(ix.norm))
+    s = np.empty(len(ix.norm)); s[:] = 0.0
     for t in toks:
         for p in range(ix.indptr[t], ix.indptr[t + 1]): s[ix.rows[p]] += _score(ix, t, p, ix.rows[p])
     return s
@@ -122,7 +122,8 @@ class _Heap(NamedTuple):
 @_njit
 def _heap(k:int) -> _Heap:
     "An empty heap of the best `k`."
-    return _Heap(np.zeros(k), np.zeros(k, np.int64), np.zeros(1, np.int64))
+    h = _Heap(np.empty(k), np.empty(k, np.int64), np.empty(1, np.int64)); h.size[0] = 0
+    return h
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #1e18212c
 @_njit_fixed
@@ -186,7 +187,7 @@ def _first(a, lo:int, hi:int, x) -> int:
 @_njit
 def _unique(a) -> tuple[np.ndarray, np.ndarray]:
     "The distinct values of the integers `a`, ascending, and each one's place among them (`np.unique`, inverse too)."
-    out, where, m = np.zeros(len(a), np.int64), np.zeros(len(a), np.int64), _ZERO
+    out, where, m = np.empty(len(a), np.int64), np.empty(len(a), np.int64), _ZERO
     for x in a:  # each into its place among the distinct values so far, found by bisection
         i = _first(out, _ZERO, m, x)
         if i < m and out[i] == x: continue
@@ -206,7 +207,7 @@ class _Query(NamedTuple):
 @_njit
 def _query(toks) -> _Query:
     "The `_Query` of the term ids `toks`."
-    terms, where = _unique(toks); mult = np.zeros(len(terms))
+    terms, where = _unique(toks); mult = np.empty(len(terms)); mult[:] = 0.0
     for j in where: mult[j] += 1
     return _Query(terms, where, mult)
 
@@ -233,7 +234,7 @@ class _Walk(NamedTuple):
 def _walk(ix:_Index, terms) -> _Walk:
     "Each of words `terms` at the start of its column."
     m, i = len(terms), np.int64
-    w = _Walk(np.zeros(m, i), np.zeros(m, i), np.zeros(m, i), np.zeros(m, i), np.zeros(m, i), np.zeros(m, i))
+    w = _Walk(np.empty(m, i), np.empty(m, i), np.empty(m, i), np.empty(m, i), np.empty(m, i), np.empty(m, i))
     for j in range(m):
         t = terms[j]; w.start[j] = w.pos[j] = ix.indptr[t]; w.end[j] = ix.indptr[t + 1]
         w.bfirst[j] = w.blk[j] = ix.bptr[t]; w.bend[j] = ix.bptr[t + 1]
@@ -292,7 +293,7 @@ def _look_up(ix:_Index, w:_Walk, j:int, mult:float, row:int, s:float, upto:float
 @_njit_once
 def _best_partial(ix:_Index, q:_Query, k:int) -> tuple[float, np.ndarray]:
     "The passages of each word's best block: the `k`-th best partial score (-inf: fewer), the rows of the best `2k`."
-    m = len(q.terms); lo, hi, c = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m)
+    m = len(q.terms); lo, hi, c = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
     for j in range(m):
         t = q.terms[j]; lo[j] = ix.indptr[t] + np.argmax(ix.bmax[ix.bptr[t]:ix.bptr[t + 1]]) * ix.block
         hi[j] = min(ix.indptr[t + 1], lo[j] + ix.block)
@@ -311,7 +312,7 @@ def _best_partial(ix:_Index, q:_Query, k:int) -> tuple[float, np.ndarray]:
 @_njit_once
 def _exact_scores(ix:_Index, q:_Query, rows) -> np.ndarray:
     "The scores of passages `rows`, each word looked up in its column."
-    w, c, out = _walk(ix, q.terms), np.zeros(len(q.terms)), np.zeros(len(rows))
+    w, c, out = _walk(ix, q.terms), np.empty(len(q.terms)), np.empty(len(rows))
     for i, row in enumerate(rows):
         for j in range(len(q.terms)):
             p = _at(ix, w, j, _first(ix.blast, w.bfirst[j], w.bend[j], row), row)
@@ -410,10 +411,10 @@ def _add_looked_up(ix:_Index, q:_Query, w:_Walk, order, e:int, pre, row:int, s:f
 @_njit_once
 def _passages(ix:_Index, q:_Query, floor:float, heap:_Heap) -> int:
     "MaxScore a passage at a time, pruning against `floor` from the start: how many passages it scored (-2: damaged)."
-    m = len(q.terms); bound, order, pre = np.zeros(m), np.zeros(m, np.int64), np.zeros(m)
+    m = len(q.terms); bound, order, pre = np.empty(m), np.empty(m, np.int64), np.empty(m)
     for j in range(m): bound[j], order[j] = ix.tmax[q.terms[j]] * q.mult[j], j
     _by_bound(bound, order, pre)
-    w, c, theta, end, scored = _walk(ix, q.terms), np.zeros(len(order)), floor, -1, 0
+    w, c, theta, end, scored = _walk(ix, q.terms), np.empty(m), floor, -1, 0
     e = _essential_from(pre, _ZERO, theta)
     while e < len(order):  # words order[e:] are essential
         row = _next_row(ix, w, order, e)
