@@ -92,21 +92,22 @@ def to_df(self:Table):
 
 # %% ../nbs/api/01_table.ipynb #e88004ad
 def _csv_cell(v) -> str:
-    "One CSV cell as `csv.writer` writes it: quoted where it holds `,`, `\"` or a newline."
+    "One CSV cell: quoted where it holds `,`, `\"` or a line break (a quote doubled); `None` empty."
     c = '' if v is None else str(v)
-    return '"' + c.replace('"', '""') + '"' if ',' in c or '"' in c or '\n' in c else c
+    return '"' + c.replace('"', '""') + '"' if ',' in c or '"' in c or '\n' in c or '\r' in c else c
+
+def _csv_line(cells:list) -> str:
+    "A row as a CSV line; a row of one empty cell is `\"\"` (an empty line would read as no row)."
+    line = ','.join(map(_csv_cell, cells))
+    return ('""' if line == '' and len(cells) == 1 else line) + '\n'
 
 @patch
 def to_csv(self:Table, path:str|Path|None=None) -> str:
-    "Every column as CSV text, `csv.DictWriter`'s; with `path`, also written there (atomically)."
-    import csv, io
-    cols, f = self.columns, io.StringIO()
-    rows = [cols, *([r.get(c) for c in cols] for r in self)]
-    if len(cols) > 1 and not any('\r' in str(v) for r in rows for v in r):  # '\r': csv's rule varies by version
-        f.writelines(','.join(map(_csv_cell, r)) + '\n' for r in rows)
-    else: csv.writer(f, lineterminator='\n').writerows(rows)
-    if path is not None: atomic_write(path, f.getvalue())
-    return f.getvalue()
+    "Every column as CSV text; with `path`, also written there (atomically)."
+    cols = self.columns
+    text = ''.join(map(_csv_line, [cols, *([r.get(c) for c in cols] for r in self)]))
+    if path is not None: atomic_write(path, text)
+    return text
 
 # %% ../nbs/api/01_table.ipynb #2beb2878
 _TEX = {c: '\\' + c for c in '&%$#_{}'} | {'~': r'\textasciitilde{}', '^': r'\textasciicircum{}',
