@@ -240,34 +240,27 @@ def _windows(ix:_Index, q:_Query, floor:float, tune:_Tuning, heap:_Heap) -> int:
 # %% ../nbs/api/32b_bm25_search.ipynb #0a5f7593
 _PASSAGES, _FLOOR, _WINDOWS = 0, 1, 2  # a query's way: a passage at a time; a floor first; windows (else not answered)
 
-# %% ../nbs/api/32b_bm25_search.ipynb #ba201d42
-@_njit_fixed
-def _entries(ix:_Index, q:_Query) -> int:
-    "How many entries the columns of query `q`'s words hold."
-    n = 0
-    for t in q.terms: n += ix.indptr[t + 1] - ix.indptr[t]
-    return n
-
 # %% ../nbs/api/32b_bm25_search.ipynb #daee83e7
-def _plan(ix:_Index, qptr:np.ndarray, qtok:np.ndarray, tune:_Tuning) -> np.ndarray:
-    "How query `i` (`qtok[qptr[i]:qptr[i + 1]]`) is searched: `_PASSAGES`, `_FLOOR`, `_UNANSWERED` or `_DAMAGED`."
+def _plan(ix:_Index, qptr:np.ndarray, qtok:np.ndarray, tune:_Tuning) -> tuple[np.ndarray, np.ndarray]:
+    "How query `i` (`qtok[qptr[i]:qptr[i + 1]]`) is searched (`_PASSAGES`, `_FLOOR`, ...), and its columns' entries."
     n, v, size = len(qptr) - 1, len(ix.tmax), np.diff(qptr)
     q, t = np.divmod(np.unique(np.repeat(np.arange(n), size) * v + qtok), v)  # its distinct words, ascending
     with np.errstate(invalid='ignore'):  # damaged: weights not finite; else one's IDF floored below 0: score all
         ok = np.isfinite(ix.idf[t]) & np.isfinite(ix.scale[t]) & np.isfinite(ix.tmax[t])
         bad = np.where(ok, np.where(ix.tmax[t] < 0, _UNANSWERED, 0), _DAMAGED)
-    how = np.where(np.bincount(q, ix.indptr[t + 1] - ix.indptr[t], n) >= tune.prime, _FLOOR, _PASSAGES)
+    entries = np.bincount(q, ix.indptr[t + 1] - ix.indptr[t], n)  # in its words' columns (exact in a float)
+    how = np.where(entries >= tune.prime, _FLOOR, _PASSAGES)
     how[size == 0] = _UNANSWERED
     first = np.flatnonzero(bad); qs, at = np.unique(q[first], return_index=True); how[qs] = bad[first[at]]
-    return how
+    return how, entries
 
 # %% ../nbs/api/32b_bm25_search.ipynb #ec2087a1
 @_njit_entry
-def _floors(qptr, qtok, todo, k:int, ix:_Index, tune:_Tuning, how, floor):
+def _floors(qptr, qtok, todo, k:int, ix:_Index, tune:_Tuning, how, floor, entries):
     "The floor of each of queries `todo` (see \"A floor first\"), and by windows or a passage at a time from it."
     for i in todo:
         q = _query(qtok[qptr[i]:qptr[i + 1]]); floor[i] = f = _floor(ix, q, k)
-        how[i] = _WINDOWS if f > -np.inf and _entries(ix, q) >= tune.dense * len(ix.norm) else _PASSAGES
+        how[i] = _WINDOWS if f > -np.inf and entries[i] >= tune.dense * len(ix.norm) else _PASSAGES
 
 # %% ../nbs/api/32b_bm25_search.ipynb #fcf5a0c5
 @_njit_entry
@@ -327,10 +320,10 @@ def pruned(self, queries:list[str], k:int, tune:_Tuning=_TUNING) -> Pruned:
     qptr = np.concatenate([[0], np.cumsum([len(x) for x in ids])]).astype(np.int64)
     qtok = np.concatenate(ids + [np.zeros(0, np.int64)])
     out = Pruned(np.zeros((n, k), np.int64), np.zeros((n, k)), np.zeros(n, np.int64), np.zeros(n, np.int64))
-    how, floor = _plan(ix, qptr, qtok, tune), np.full(n, -np.inf)
+    (how, entries), floor = _plan(ix, qptr, qtok, tune), np.full(n, -np.inf)
     def each(way, fn):  # `fn` over the queries searched `way`, in pieces
         todo = np.flatnonzero(how == way); _on_threads(lambda i0, i1: fn(todo[i0:i1]), len(todo), t)
-    each(_FLOOR, lambda todo: _floors(qptr, qtok, todo, k, ix, tune, how, floor)); np.copyto(out.got, how)
+    each(_FLOOR, lambda todo: _floors(qptr, qtok, todo, k, ix, tune, how, floor, entries)); np.copyto(out.got, how)
     each(_PASSAGES, lambda todo: _by_passages(qptr, qtok, todo, k, ix, floor, *out))
     each(_WINDOWS, lambda todo: _by_windows(qptr, qtok, todo, k, ix, tune, floor, *out))
     self.release(); return out
