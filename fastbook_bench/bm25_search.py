@@ -90,22 +90,25 @@ def _split(win:_Window, theta:float) -> int:
 @_njit_fixed
 def _add(acc, w0:int, rows, imp, p0:int, p1:int, weight:float):
     "Add the bounds `imp * weight` of entries `p0:p1` into the window `acc` of passages from row `w0`."
-    for p in range(p0, p1): acc[rows[p] - w0] += imp[p] * weight
+    r, m = rows[p0:p1], imp[p0:p1]
+    for x in range(len(r)): acc[np.uint64(r[x] - w0)] += m[x] * weight
 
 # %% ../nbs/api/32b_bm25_search.ipynb #f811432c
 @_njit_fixed
 def _add_hot(acc, hot, chunk:int, w0:int, rows, imp, p0:int, p1:int, weight:float):
     "`_add`, marking in `hot` the chunks of `chunk` passages the entries fall in."
-    for p in range(p0, p1):
-        i = rows[p] - w0; acc[i] += imp[p] * weight; hot[i // chunk] = True
+    r, m = rows[p0:p1], imp[p0:p1]
+    for x in range(len(r)):
+        i = np.uint64(r[x] - w0); acc[i] += m[x] * weight; hot[i // np.uint64(chunk)] = True
 
 # %% ../nbs/api/32b_bm25_search.ipynb #2ee25d0a
 @_njit_fixed
 def _add_in(acc, hot, chunk:int, w0:int, rows, imp, p0:int, p1:int, weight:float):
     "`_add` of the entries that fall in the chunks marked in `hot` only."
-    for p in range(p0, p1):
-        i = rows[p] - w0
-        if hot[i // chunk]: acc[i] += imp[p] * weight
+    r, m = rows[p0:p1], imp[p0:p1]
+    for x in range(len(r)):
+        i = np.uint64(r[x] - w0)
+        if hot[i // np.uint64(chunk)]: acc[i] += m[x] * weight
 
 # %% ../nbs/api/32b_bm25_search.ipynb #bee8a777
 @_njit_fixed
@@ -134,8 +137,8 @@ def _candidates(win:_Window, n:int, least:float, chunk:int) -> int:
     found, read = 0, 0
     for ci in range(-(-n // chunk)):
         if not win.hot[ci]: continue
-        f, g = ci * chunk, min(ci * chunk + chunk, n); read += g - f
-        for i in range(f, g): found += win.acc[i] >= least
+        a = win.acc[ci * chunk:min(ci * chunk + chunk, n)]; read += len(a)
+        for i in range(len(a)): found += a[i] >= least
     return found + (n - read if least <= 0 else 0)
 
 # %% ../nbs/api/32b_bm25_search.ipynb #cdfa1afb
@@ -201,9 +204,9 @@ def _score_chunk(ix:_Index, q:_Query, w:_Walk, win:_Window, heap:_Heap, w0:int, 
 @_njit_fixed
 def _any_above(acc, f:int, g:int, least:float) -> bool:
     "Whether a bound of `acc[f:g]` is at least `least`."
-    for i in range(f, g):
-        if acc[i] >= least: return True
-    return False
+    a, n = acc[f:g], 0
+    for i in range(len(a)): n += a[i] >= least  # no early return: vectorised
+    return n > 0
 
 # %% ../nbs/api/32b_bm25_search.ipynb #2b19ed0f
 @_njit_fixed
