@@ -6,38 +6,14 @@
 from __future__ import annotations
 import mmap
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 import numba as nb, numpy as np
-from numba.core.registry import CPUDispatcher
+from .bm25_index import _IMPACT
 from .checks import load_array
+from .kernels import _njit, _njit_entry, _njit_fixed, _njit_once
 
 # %% auto #0
 __all__ = []
-
-# %% ../nbs/api/32a_bm25_maxscore.ipynb #ea3e8bcf
-class _Kernel(CPUDispatcher):
-    "A kernel for compiled code only (no Python wrapper); from Python it runs a twin with one, not cached."
-    def __call__(self, *args):
-        if getattr(self, 'twin', None) is None:
-            skip = ('nopython', 'no_cpython_wrapper', 'no_cfunc_wrapper')
-            self.twin = nb.njit(**{k: v for k, v in self.targetoptions.items() if k not in skip})(self.py_func)
-        return self.twin(*args)
-
-# %% ../nbs/api/32a_bm25_maxscore.ipynb #df944ed0
-def _compiled(nrt:bool, inline:bool=False) -> Callable:
-    "A decorator: a `_Kernel` compiled on first use, cached, no GIL; `nrt=False`: it counts no references."
-    opts = dict(nopython=True, nogil=True, error_model='numpy', no_cpython_wrapper=True, no_cfunc_wrapper=True,
-                inline='always' if inline else 'never')
-    def kernel(f):
-        k = _Kernel(f, targetoptions=opts if nrt else dict(opts, _nrt=False)); k.enable_caching(); return k
-    return kernel
-
-# %% ../nbs/api/32a_bm25_maxscore.ipynb #492fa887
-_njit_entry = nb.njit(cache=True, nogil=True, error_model='numpy')  # what Python calls
-# error_model='numpy': no kernel keeps an exception path, which holds a reference to each array it is passed (an
-# atomic count per array per call: many times slower)
-_njit, _njit_once = _compiled(nrt=True), _compiled(nrt=True, inline=True)
-_njit_fixed = _compiled(nrt=False)  # allocates nothing, counts no references: hot loops up to 1.5x faster
 
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #c1f09f05
 _MARGIN = 1 + 1e-9  # a bound prunes only what stays below theta by more than the bounds' own rounding
@@ -385,6 +361,16 @@ def _skip_past(ix:_Index, w:_Walk, order, e:int, end:int):
             b = _block_of(ix, w, j, w.pos[j])
             w.pos[j] = min(w.end[j], _block_start(ix, w, j, b + 1)) if ix.blast[b] <= end else w.pos[j] + 1
 
+# %% ../nbs/api/32a_bm25_maxscore.ipynb #e55b0a1d
+@_njit_fixed
+def _essential_bound(ix:_Index, q:_Query, w:_Walk, order, e:int, row:int) -> float:
+    "Passage `row`'s bound from its essential words' impacts (no passage length read)."
+    s = 0.0
+    for j in order[e:]:
+        p = w.pos[j]
+        if p < w.end[j] and ix.rows[p] == row: s += ix.impacts[p] * ix.tmax[q.terms[j]] * q.mult[j]
+    return s / _IMPACT
+
 # %% ../nbs/api/32a_bm25_maxscore.ipynb #9b370756
 @_njit_fixed
 def _add_essential(ix:_Index, q:_Query, w:_Walk, order, e:int, row:int, c) -> float:
@@ -423,6 +409,8 @@ def _passages(ix:_Index, q:_Query, floor:float, heap:_Heap) -> int:
             end = _blocks_end(ix, w, order, e)
             if _cannot_reach(_blocks_bound(ix, q, w, order, e, end, pre[e - 1] if e else 0.0), theta):
                 _skip_past(ix, w, order, e, end); continue
+        if _cannot_reach(_essential_bound(ix, q, w, order, e, row) + (pre[e - 1] if e else 0.0), theta):
+            _skip_past(ix, w, order, e, row); continue  # its length not read
         s = _add_looked_up(ix, q, w, order, e, pre, row, _add_essential(ix, q, w, order, e, row, c), c, theta)
         if s == -np.inf: continue
         x = _exact(q, c); scored += 1

@@ -13,9 +13,10 @@ from fastcore.basics import patch_to
 from .bm25_index import _IMPACT
 from .bm25_maxscore import (_DAMAGED, _MARGIN, _UNANSWERED, _ZERO, _Heap, _Index, _Query, _Walk, _at, _by_bound,
     _block_start, _cannot_reach, _essential_from, _exact, _finish, _first, _floor, _full, _heap, _load_index, _look_up,
-    _njit, _njit_entry, _njit_fixed, _njit_once, _passages, _push, _query, _score, _skip_blocks, _walk)
+    _passages, _push, _query, _score, _skip_blocks, _walk)
 from .checks import positive_int
 from .fts import tokenize
+from .kernels import _njit, _njit_entry, _njit_fixed, _njit_once
 from .methods import BuildOptions
 from .retriever import DamagedScores, top_k
 
