@@ -131,6 +131,14 @@ def _add_essential_window(ix:_Index, w:_Walk, win:_Window, e:int, w0:int, w1:int
         else: _add(win.acc, w0, ix.rows, ix.impacts, win.lo[j], win.hi[j], win.weight[j])
     return sparse
 
+# %% ../nbs/api/32b_bm25_search.ipynb #7ba2e25a
+@_njit_fixed
+def _at_least(a, least:float) -> int:
+    "How many of the bounds `a` are at least `least` (no early return: the loop is vectorised)."
+    n = 0
+    for i in range(len(a)): n += a[i] >= least
+    return n
+
 # %% ../nbs/api/32b_bm25_search.ipynb #98e615c0
 @_njit_fixed
 def _candidates(win:_Window, n:int, least:float, chunk:int) -> int:
@@ -138,8 +146,7 @@ def _candidates(win:_Window, n:int, least:float, chunk:int) -> int:
     found, read = 0, 0
     for ci in range(-(-n // chunk)):
         if not win.hot[ci]: continue
-        a = win.acc[ci * chunk:min(ci * chunk + chunk, n)]; read += len(a)
-        for i in range(len(a)): found += a[i] >= least
+        a = win.acc[ci * chunk:min(ci * chunk + chunk, n)]; read += len(a); found += _at_least(a, least)
     return found + (n - read if least <= 0 else 0)
 
 # %% ../nbs/api/32b_bm25_search.ipynb #cdfa1afb
@@ -201,14 +208,6 @@ def _score_chunk(ix:_Index, q:_Query, w:_Walk, win:_Window, heap:_Heap, w0:int, 
         theta = max(theta, _push(heap, x, row))
     return theta, scored
 
-# %% ../nbs/api/32b_bm25_search.ipynb #7ba2e25a
-@_njit_fixed
-def _any_above(acc, f:int, g:int, least:float) -> bool:
-    "Whether a bound of `acc[f:g]` is at least `least`."
-    a, n = acc[f:g], 0
-    for i in range(len(a)): n += a[i] >= least  # no early return: vectorised
-    return n > 0
-
 # %% ../nbs/api/32b_bm25_search.ipynb #2b19ed0f
 @_njit_fixed
 def _score_window(ix:_Index, q:_Query, w:_Walk, win:_Window, heap:_Heap, w0:int, w1:int, e:int, theta:float,
@@ -218,7 +217,7 @@ def _score_window(ix:_Index, q:_Query, w:_Walk, win:_Window, heap:_Heap, w0:int,
     for ci in range(-(-(w1 - w0) // chunk)):
         if not win.hot[ci]: continue
         win.hot[ci], f = False, ci * chunk; g = min(f + chunk, w1 - w0)
-        if _any_above(win.acc, f, g, theta / _MARGIN - rest):
+        if _at_least(win.acc[f:g], theta / _MARGIN - rest):
             theta, got = _score_chunk(ix, q, w, win, heap, w0, f, g, n, rest, theta, c)
             if got < 0: return theta, -1
             scored += got
