@@ -48,11 +48,13 @@ Measured, each step in its own niced process (peak RSS = ru_maxrss of that proce
   counts); Recall@10 against the qrels and the mean top-10 overlap with fastbook's rows (|A ∩ B| / 10), from the
   results of the first thread count;
 - first search: opening plus one query, as open, in a fresh process whose numba cache is empty (NUMBA_CACHE_DIR a new
-  folder): what the first search after an install costs, this package's compiling included (the peers compile nothing).
+  folder): what the first search after an install costs, this package's compiling included (the peers compile nothing);
+  --first-repeats fresh processes, each with its own empty cache (the median kept, every run in the JSON): single runs
+  spread widely on a shared machine.
 Prints a markdown table per corpus size; --json FILE keeps every figure.
 Usage: python benchmarks/bm25_peers.py [--passages 200000 1000000] [--engines fastbook bm25s bm25s-mmap tantivy pisa]
          [--queries 500] [--threads 1 N] [--repeats 3] [--bm25s-max 1000000] [--seed 0] [--out DIR] [--json FILE]
-         [--build-threads 1 2] [--build-repeats 1] [--builds-only]
+         [--build-threads 1 2] [--build-repeats 1] [--first-repeats 5] [--builds-only]
 Quick: python benchmarks/bm25_peers.py --passages 20000
 Builds at 1 and 2 threads (issue 43): python benchmarks/bm25_peers.py --engines fastbook tantivy pisa
          --passages 200000 1000000 --build-threads 1 2 --build-repeats 3 --builds-only --out /work/bench/peers
@@ -317,6 +319,17 @@ def build_rounds(e:str, d:Path, a, keep:int|None) -> tuple[dict, dict|None]:
             print(f"{e}: built at {t} threads in {', '.join(f'{x:.2f}' for x in out[t]['rounds'])} s", file=sys.stderr)
     return out, kept
 
+def first_rounds(e:str, d:Path, a) -> dict:
+    "Engine `e`'s first search, --first-repeats times in fresh processes, each with an empty numba cache: the median."
+    rs = []
+    for _ in range(a.first_repeats):
+        with tempfile.TemporaryDirectory(prefix='numba-') as nc:
+            rs.append(child('first', a.threads[0], env=dict(NUMBA_CACHE_DIR=nc), dir=d, engine=e))
+        if 'first_s' not in rs[-1]: return rs[-1]
+    runs = [r['first_s'] for r in rs]
+    print(f"{e}: first search in {', '.join(f'{x:.2f}' for x in runs)} s", file=sys.stderr)
+    return dict(first_s=float(np.median(runs)), runs=runs)
+
 def run_size(n:int, a, root:Path) -> dict:
     "Corpus, builds and searches at `n` passages; the figures of each engine."
     d = root/f'synthetic-{n}-seed{a.seed}-q{a.queries}'; out = {}
@@ -340,8 +353,7 @@ def run_size(n:int, a, root:Path) -> dict:
         b = builds[built(e)]
         if 'skipped' in b or 'error' in b:
             res[e] = b; print(f"{e}: {b.get('skipped') or 'build failed: ' + b['error']}", file=sys.stderr); continue
-        with tempfile.TemporaryDirectory(prefix='numba-') as nc:
-            first = child('first', a.threads[0], env=dict(NUMBA_CACHE_DIR=nc), dir=d, engine=e)
+        first = first_rounds(e, d, a)
         s = {t: child('search', t, dir=d, engine=e, repeats=a.repeats, latency=int(t == a.threads[0])) for t in a.threads}
         if bad := [x for x in s.values() if 'error' in x]:
             res[e] = bad[0]; print(f"{e}: search failed: {bad[0]['error']}", file=sys.stderr); continue
@@ -375,6 +387,8 @@ def main():
     p.add_argument('--build-threads', type=int, nargs='+', default=[],
                    help='thread counts to build every engine with, besides the one the searches use (the builds table)')
     p.add_argument('--build-repeats', type=int, default=1, help='builds at each --build-threads count (the median)')
+    p.add_argument('--first-repeats', type=int, default=5,
+                   help='fresh processes timing the first search, each with an empty numba cache (the median)')
     p.add_argument('--builds-only', action='store_true', help='the builds table only: no search, no kept build')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--out', help='folder to keep corpus and indexes in (default: a temporary one, removed at the end)')
@@ -385,10 +399,12 @@ def main():
     if a.step:
         a.threads, a.passages = a.threads[0], a.passages[0]
         print(json.dumps(dict(STEPS[a.step](a), load_1_5_15=os.getloadavg()))); return
-    root = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix='bm25_peers-'))
     if a.builds_only and not a.build_threads: p.error('--builds-only needs --build-threads')
+    if a.first_repeats < 1: p.error('--first-repeats must be at least 1')
+    root = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix='bm25_peers-'))  # after the checks: none left behind
     allres = dict(config=dict(engines=a.engines, queries=a.queries, threads=a.threads, repeats=a.repeats, seed=a.seed,
                               build_threads=a.build_threads, build_repeats=a.build_repeats,
+                              first_repeats=a.first_repeats,
                               bm25s_max=a.bm25s_max, cpus=os.cpu_count(), python=sys.version.split()[0]), sizes={})
     try:
         for n in a.passages:
