@@ -400,7 +400,11 @@ def main():
         a.threads, a.passages = a.threads[0], a.passages[0]
         print(json.dumps(dict(STEPS[a.step](a), load_1_5_15=os.getloadavg()))); return
     if a.builds_only and not a.build_threads: p.error('--builds-only needs --build-threads')
-    if a.first_repeats < 1: p.error('--first-repeats must be at least 1')
+    counts = {'--passages': a.passages, '--queries': [a.queries], '--threads': a.threads, '--repeats': [a.repeats],
+              '--build-threads': a.build_threads, '--build-repeats': [a.build_repeats],
+              '--first-repeats': [a.first_repeats]}
+    for flag, xs in counts.items():  # before any corpus is written: a count below 1 gave a table of zeros or NaN
+        if min(xs, default=1) < 1: p.error(f'{flag} must be at least 1, got {min(xs)}')
     root = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix='bm25_peers-'))  # after the checks: none left behind
     allres = dict(config=dict(engines=a.engines, queries=a.queries, threads=a.threads, repeats=a.repeats, seed=a.seed,
                               build_threads=a.build_threads, build_repeats=a.build_repeats,
